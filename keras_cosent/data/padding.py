@@ -1,0 +1,56 @@
+"""Turns tokenised sentences into one padded batch, padded to the batch's own length.
+
+Padding to the longest sequence in the batch (rounded up to a multiple, so that
+compiled train steps see few distinct shapes) rather than to a global maximum is
+what keeps CPU training fast. The encoder's `encode` and the training batches both
+go through `pad_batch`, so the two can never disagree on layout.
+"""
+
+import numpy as np
+
+
+def pad_batch(token_id_lists, pad_id=0, pad_to_multiple_of=8, max_length=None):
+    """Pads a list of token-id sequences into BERT-style input arrays.
+
+    Args:
+        token_id_lists: list of 1-D integer sequences (special tokens included).
+        pad_id: id written into padded positions.
+        pad_to_multiple_of: round the padded length up to a multiple of this
+            (1 disables rounding); never beyond `max_length` when it is set.
+        max_length: optional cap; longer sequences raise, since truncation is
+            the tokeniser's job.
+
+    Returns:
+        A dict of numpy arrays of shape `(batch, length)`: `token_ids` (int32),
+        `padding_mask` (bool), `segment_ids` (int32, zeros).
+
+    Example:
+
+    >>> from keras_cosent.data.padding import pad_batch
+    >>> out = pad_batch([[101, 7, 102], [101, 102]], pad_to_multiple_of=4)
+    >>> out["token_ids"].tolist()
+    [[101, 7, 102, 0], [101, 102, 0, 0]]
+    """
+    if len(token_id_lists) == 0:
+        raise ValueError("`token_id_lists` is empty: cannot pad an empty batch.")
+    lengths = [len(ids) for ids in token_id_lists]
+    longest = max(lengths)
+    if max_length is not None and longest > max_length:
+        raise ValueError(
+            f"A sequence of {longest} tokens exceeds `max_length`={max_length}; "
+            "truncate while tokenising."
+        )
+    multiple = max(int(pad_to_multiple_of or 1), 1)
+    length = -(-max(longest, 1) // multiple) * multiple
+    if max_length is not None:
+        length = min(length, max_length)
+    token_ids = np.full((len(token_id_lists), length), pad_id, dtype="int32")
+    for row, ids in enumerate(token_id_lists):
+        token_ids[row, : len(ids)] = ids
+    positions = np.arange(length)[None, :]
+    padding_mask = positions < np.asarray(lengths)[:, None]
+    return {
+        "token_ids": token_ids,
+        "padding_mask": padding_mask,
+        "segment_ids": np.zeros_like(token_ids),
+    }

@@ -1,0 +1,1 @@
+"""keras_cosent.export: SavedModel export for TF Serving. Imports TensorFlow lazily."""

