@@ -1,0 +1,329 @@
+"""Writes the demonstration STS set in recipes/data/ from hand-written templates.
+
+Every sentence comes from a small "frame" written for this project: a few
+templates that say the same thing in different words, and slots whose values
+each have two interchangeable wordings. Two sentences of the same frame score
+5 minus the weights of the slots whose values differ (wording and template
+changes keep the meaning, so they cost nothing); sentences of different frames
+on the same topic score 1, on different topics 0. The result is a graded 0-5
+set with a known rule, big enough to show CoSENT fine-tuning at work in a
+minute on a CPU. It is not drawn from STS-B or any other public data set.
+
+Deterministic: `python scripts/make_demo_data.py` rewrites the same files.
+"""
+
+import argparse
+import pathlib
+import random
+
+OUT_DIR = pathlib.Path(__file__).resolve().parents[1] / "recipes" / "data"
+SEED = 20240611
+NUM_TRAIN = 320
+NUM_DEV = 80
+
+# (topic, templates, {slot: (weight, [(wording, wording), ...])}); weights of a
+# frame sum to about 3.6, so two sentences of one frame always score above the
+# 1.0 given to two frames of one topic.
+FRAMES = [
+    ("travel", [
+        "{vehicle} to {place} leaves at {time}.",
+        "At {time}, {vehicle} departs for {place}.",
+        "{vehicle} bound for {place} sets off at {time}.",
+    ], {
+        "vehicle": (1.4, [("the night train", "the overnight train"),
+                          ("the ferry", "the boat"),
+                          ("the shuttle bus", "the shuttle")]),
+        "place": (1.3, [("the harbour town", "the port town"),
+                        ("the mountain village", "the village in the mountains"),
+                        ("the old capital", "the former capital")]),
+        "time": (0.9, [("seven in the morning", "7 a.m."),
+                       ("half past nine", "9:30"),
+                       ("midnight", "twelve at night")]),
+    }),
+    ("travel", [
+        "{vehicle} was delayed by {duration} because of {cause}.",
+        "Because of {cause}, {vehicle} arrived {duration} late.",
+    ], {
+        "vehicle": (1.2, [("our flight", "our plane"),
+                          ("the morning bus", "the early bus"),
+                          ("the cargo ship", "the freight ship")]),
+        "duration": (0.8, [("two hours", "a couple of hours"),
+                           ("twenty minutes", "20 minutes"),
+                           ("half a day", "about twelve hours")]),
+        "cause": (1.6, [("heavy fog", "thick fog"),
+                        ("a strike", "industrial action"),
+                        ("a technical fault", "a mechanical problem")]),
+    }),
+    ("travel", [
+        "{guest} booked {room} for {nights}.",
+        "{room} was reserved by {guest} for {nights}.",
+    ], {
+        "guest": (1.2, [("my aunt", "my father's sister"),
+                        ("the tour guide", "our guide"),
+                        ("a young couple", "a couple in their twenties")]),
+        "room": (1.4, [("a room with a sea view", "a room overlooking the sea"),
+                       ("a quiet single room", "a calm single room"),
+                       ("the top-floor suite", "the suite on the top floor")]),
+        "nights": (1.0, [("three nights", "3 nights"),
+                         ("a week", "seven nights"),
+                         ("one night", "a single night")]),
+    }),
+    ("food", [
+        "{cook} is baking {dish} for {occasion}.",
+        "{cook} bakes {dish} for {occasion}.",
+        "For {occasion}, {cook} is making {dish} in the oven.",
+    ], {
+        "cook": (1.2, [("my grandfather", "my grandpa"),
+                       ("the chef", "the head cook"),
+                       ("our neighbour", "the person next door")]),
+        "dish": (1.6, [("a lemon cake", "a cake flavoured with lemon"),
+                       ("rye bread", "bread made from rye"),
+                       ("an apple pie", "a pie filled with apples")]),
+        "occasion": (0.9, [("the school fair", "the fair at the school"),
+                           ("a birthday party", "somebody's birthday party"),
+                           ("the weekend", "Saturday and Sunday")]),
+    }),
+    ("food", [
+        "{diner} ordered {meal} at {venue}.",
+        "At {venue}, {diner} asked for {meal}.",
+    ], {
+        "diner": (1.1, [("the tourists", "the visitors"),
+                        ("my colleague", "a co-worker of mine"),
+                        ("the old man", "the elderly man")]),
+        "meal": (1.5, [("a bowl of noodle soup", "noodle soup"),
+                       ("grilled fish", "fish from the grill"),
+                       ("a vegetable curry", "a curry with vegetables")]),
+        "venue": (1.0, [("the corner café", "the café on the corner"),
+                        ("the station restaurant", "the restaurant in the station"),
+                        ("a busy diner", "a crowded diner")]),
+    }),
+    ("food", [
+        "{buyer} bought {amount} of {produce} at the market.",
+        "At the market, {buyer} picked up {amount} of {produce}.",
+    ], {
+        "buyer": (1.0, [("my mother", "my mum"),
+                        ("the baker", "the man who runs the bakery"),
+                        ("a student", "a university student")]),
+        "amount": (0.9, [("two kilos", "2 kg"),
+                         ("a bag", "a sack"),
+                         ("a small basket", "a little basket")]),
+        "produce": (1.7, [("fresh cherries", "cherries picked that morning"),
+                          ("potatoes", "spuds"),
+                          ("green beans", "string beans")]),
+    }),
+    ("work", [
+        "{team} moved {meeting} to {day}.",
+        "{meeting} was rescheduled to {day} by {team}.",
+        "{team} postponed {meeting} until {day}.",
+    ], {
+        "team": (1.0, [("the design team", "the designers"),
+                       ("the finance department", "the accounts department"),
+                       ("our manager", "the boss")]),
+        "meeting": (1.5, [("the budget review", "the review of the budget"),
+                          ("the weekly stand-up", "the weekly team meeting"),
+                          ("the client workshop", "the workshop with the client")]),
+        "day": (1.0, [("next Monday", "Monday of next week"),
+                      ("Friday afternoon", "Friday after lunch"),
+                      ("the end of the month", "the last days of the month")]),
+    }),
+    ("work", [
+        "{company} is hiring {count} {role}.",
+        "{company} wants to recruit {count} {role}.",
+    ], {
+        "company": (1.1, [("the bakery chain", "the chain of bakeries"),
+                          ("a software firm", "a software company"),
+                          ("the city hospital", "the hospital in the city")]),
+        "count": (0.8, [("three", "3"),
+                        ("several", "a few"),
+                        ("ten", "10")]),
+        "role": (1.7, [("night-shift nurses", "nurses for the night shift"),
+                       ("backend engineers", "server-side engineers"),
+                       ("delivery drivers", "drivers for deliveries")]),
+    }),
+    ("work", [
+        "{sender} sent {doc} to {recipient} this morning.",
+        "This morning {recipient} received {doc} from {sender}.",
+    ], {
+        "sender": (1.1, [("the lawyer", "our attorney"),
+                         ("the landlord", "the owner of the flat"),
+                         ("the project lead", "the person leading the project")]),
+        "doc": (1.4, [("the signed contract", "the contract with signatures"),
+                      ("the quarterly report", "the report for the quarter"),
+                      ("an invoice", "a bill")]),
+        "recipient": (1.1, [("the accountant", "our bookkeeper"),
+                            ("the new tenant", "the person moving in"),
+                            ("the whole team", "everyone on the team")]),
+    }),
+    ("nature", [
+        "{weather} is expected in {region} {when}.",
+        "Forecasters predict {weather} for {region} {when}.",
+    ], {
+        "weather": (1.7, [("heavy snow", "a lot of snow"),
+                          ("strong wind", "gusty wind"),
+                          ("a heat wave", "a spell of very hot weather")]),
+        "region": (1.0, [("the north", "the northern part of the country"),
+                         ("the coast", "coastal areas"),
+                         ("the capital", "the capital city")]),
+        "when": (0.9, [("tonight", "this evening"),
+                       ("tomorrow", "on the following day"),
+                       ("over the weekend", "during the weekend")]),
+    }),
+    ("nature", [
+        "{animal} was spotted {activity} near {place}.",
+        "Near {place}, someone saw {animal} {activity}.",
+    ], {
+        "animal": (1.3, [("a fox", "a red fox"),
+                         ("a young deer", "a fawn"),
+                         ("a heron", "a grey heron")]),
+        "activity": (1.4, [("drinking from the stream", "drinking water from the brook"),
+                           ("resting under a tree", "lying in the shade of a tree"),
+                           ("crossing the road", "walking across the road")]),
+        "place": (0.9, [("the old mill", "the abandoned mill"),
+                        ("the campsite", "the camping ground"),
+                        ("the school", "the primary school")]),
+    }),
+    ("sport", [
+        "{team} beat {opponent} {score}.",
+        "{team} won {score} against {opponent}.",
+        "{opponent} lost {score} to {team}.",
+    ], {
+        "team": (1.3, [("the home side", "the local team"),
+                       ("our school team", "the team from our school"),
+                       ("the visitors", "the away team")]),
+        "opponent": (1.4, [("the league leaders", "the team at the top of the league"),
+                           ("their old rivals", "their long-time rivals"),
+                           ("a newly promoted club", "a club that was just promoted")]),
+        "score": (0.9, [("two to one", "2-1"),
+                        ("three to nil", "3-0"),
+                        ("four to two", "4-2")]),
+    }),
+    ("sport", [
+        "{person} is learning to play {instrument} {how}.",
+        "{person} has begun to study {instrument} {how}.",
+    ], {
+        "person": (1.0, [("my nephew", "my brother's son"),
+                         ("the retired teacher", "the teacher who retired"),
+                         ("a colleague of mine", "one of my co-workers")]),
+        "instrument": (1.6, [("the cello", "the violoncello"),
+                             ("the drums", "the drum kit"),
+                             ("the accordion", "the squeezebox")]),
+        "how": (1.0, [("with a private teacher", "with a personal tutor"),
+                      ("from online videos", "by watching videos online"),
+                      ("at the community centre", "at the local community centre")]),
+    }),
+    ("sport", [
+        "{runner} ran {distance} in {duration}.",
+        "It took {runner} {duration} to run {distance}.",
+    ], {
+        "runner": (1.2, [("my cousin", "a cousin of mine"),
+                         ("the coach", "our trainer"),
+                         ("the youngest girl in the club", "the club's youngest girl")]),
+        "distance": (1.4, [("a marathon", "42 kilometres"),
+                           ("five kilometres", "5 km"),
+                           ("a half marathon", "21 kilometres")]),
+        "duration": (1.0, [("under three hours", "less than three hours"),
+                           ("twenty-five minutes", "25 minutes"),
+                           ("just over two hours", "a little more than two hours")]),
+    }),
+    ("home", [
+        "{fixer} repaired {thing} {when}.",
+        "{thing} was fixed by {fixer} {when}.",
+    ], {
+        "fixer": (1.1, [("the plumber", "the pipe fitter"),
+                        ("my uncle", "my mother's brother"),
+                        ("the landlady", "the owner of the building")]),
+        "thing": (1.6, [("the leaking tap", "the dripping faucet"),
+                        ("the broken window", "the smashed window pane"),
+                        ("the washing machine", "the washer")]),
+        "when": (0.9, [("yesterday", "the day before"),
+                       ("last week", "the previous week"),
+                       ("this afternoon", "earlier this afternoon")]),
+    }),
+    ("home", [
+        "{gardener} planted {plants} along {spot}.",
+        "Along {spot}, {gardener} put in {plants}.",
+    ], {
+        "gardener": (1.0, [("my grandmother", "my grandma"),
+                           ("the volunteers", "the volunteer group"),
+                           ("our neighbours", "the people next door")]),
+        "plants": (1.6, [("rose bushes", "roses"),
+                         ("a row of tulips", "tulips in a row"),
+                         ("young apple trees", "apple saplings")]),
+        "spot": (1.0, [("the fence", "the garden fence"),
+                       ("the path", "the footpath"),
+                       ("the back wall", "the wall at the back")]),
+    }),
+]
+
+
+def _realise(frame, values, rng):
+    """One sentence of `frame` with slot `values`, in a random template and wording."""
+    _, templates, slots = frame
+    words = {name: rng.choice(slots[name][1][index]) for name, index in values.items()}
+    sentence = rng.choice(templates).format(**words)
+    return sentence[0].upper() + sentence[1:]
+
+
+def _random_values(frame, rng):
+    return {name: rng.randrange(len(options)) for name, (_, options) in frame[2].items()}
+
+
+def _same_frame_pair(frame, rng):
+    """Two sentences of one frame differing in a random number of slots."""
+    slots = frame[2]
+    first = _random_values(frame, rng)
+    # Mostly one or two changed slots: the mid-range scores a ranking loss
+    # learns most from.
+    num_changed = rng.choices(range(len(slots) + 1), weights=[2, 4, 4, 1][: len(slots) + 1])[0]
+    changed = rng.sample(sorted(slots), num_changed)
+    second = dict(first)
+    for name in changed:
+        options = len(slots[name][1])
+        second[name] = (first[name] + rng.randrange(1, options)) % options
+    score = 5.0 - sum(slots[name][0] for name in changed)
+    return _realise(frame, first, rng), _realise(frame, second, rng), score
+
+
+def make_pairs(count, rng):
+    """`count` distinct (sentence1, sentence2, score) rows, spread over 0-5."""
+    rows, seen = [], set()
+    while len(rows) < count:
+        kind = rng.random()
+        frame = rng.choice(FRAMES)
+        if kind < 0.12:
+            other = rng.choice([f for f in FRAMES if f[0] != frame[0]])
+            row = (_realise(frame, _random_values(frame, rng), rng),
+                   _realise(other, _random_values(other, rng), rng), 0.0)
+        elif kind < 0.22:
+            other = rng.choice([f for f in FRAMES if f[0] == frame[0] and f is not frame])
+            row = (_realise(frame, _random_values(frame, rng), rng),
+                   _realise(other, _random_values(other, rng), rng), 1.0)
+        else:
+            row = _same_frame_pair(frame, rng)
+        key = frozenset(row[:2])
+        if row[0] == row[1] or key in seen:
+            continue
+        seen.add(key)
+        rows.append(row)
+    return rows
+
+
+def write_pair_tsv(path, rows):
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for first, second, score in rows:
+            f.write(f"{first}\t{second}\t{score:.1f}\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out-dir", type=pathlib.Path, default=OUT_DIR)
+    args = parser.parse_args()
+    rows = make_pairs(NUM_TRAIN + NUM_DEV, random.Random(SEED))
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    write_pair_tsv(args.out_dir / "demo-train.tsv", rows[:NUM_TRAIN])
+    write_pair_tsv(args.out_dir / "demo-dev.tsv", rows[NUM_TRAIN:])
+    print(f"wrote {NUM_TRAIN} + {NUM_DEV} pairs to {args.out_dir}")
+
+
+if __name__ == "__main__":
+    main()
