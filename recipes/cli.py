@@ -1,0 +1,88 @@
+"""The `keras-cosent` command group: train, evaluate, encode, export, check-serving.
+
+One click group holds the options every command shares (the Keras backend) in an
+`Environment` passed down with `make_pass_decorator`; each command lives in its own
+module under `recipes/commands/`. Nothing imported here imports keras, so that
+`--backend` can still choose the backend.
+"""
+
+import sys
+
+import click
+
+from recipes.commands.check_serving import check_serving
+from recipes.commands.encode import encode
+from recipes.commands.evaluate import evaluate
+from recipes.commands.export import export
+from recipes.commands.train import train
+from recipes.context import BACKENDS
+from recipes.context import Environment
+from recipes.errors import as_cli_error
+from recipes.errors import one_line
+
+
+class KerasCosentGroup(click.Group):
+    """A click group whose errors are one line and whose user errors exit with 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except Exception as error:
+            cli_error = as_cli_error(error)
+            if cli_error is None:
+                raise
+            raise cli_error from error
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as error:
+            error.show()
+            sys.exit(0)
+        except click.ClickException as error:
+            message = one_line(error.format_message())
+            if isinstance(error, click.UsageError) and error.ctx is not None:
+                message += f" (see '{error.ctx.command_path} --help')"
+            click.echo(f"Error: {message}", err=True)
+            sys.exit(error.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        # Without standalone mode click returns the exit code of `ctx.exit` (e.g.
+        # --help) or the command's return value (None for all of ours).
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+@click.group("keras-cosent", cls=KerasCosentGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default="tensorflow",
+    envvar="KERAS_BACKEND",
+    show_envvar=True,
+    show_default=True,
+    help="Keras backend to run on; chosen before Keras is imported.",
+)
+@click.version_option(package_name="keras-cosent", message="%(prog)s %(version)s")
+@click.pass_context
+def main(ctx, backend):
+    """Train, evaluate, encode with and export sentence encoders (Keras 3).
+
+    \b
+    keras-cosent train --output runs/demo          # CoSENT on the demo set
+    keras-cosent evaluate runs/demo dev.csv --format sts-benchmark
+    keras-cosent encode runs/demo sentences.txt -o embeddings.npy
+    keras-cosent export runs/demo runs/demo/export
+    keras-cosent check-serving runs/demo/export/1
+
+    MODEL is a `train` output directory, a local Hugging Face or keras-hub
+    checkpoint directory, a keras-hub preset name, or all-MiniLM-L6-v2 (the
+    packaged checkpoint).
+    """
+    ctx.obj = Environment(backend)
+
+
+for _command in (train, evaluate, encode, export, check_serving):
+    main.add_command(_command)

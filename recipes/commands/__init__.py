@@ -1,0 +1,1 @@
+"""One module per `keras-cosent` command; none imports keras at import time."""

@@ -1,0 +1,34 @@
+"""`keras-cosent check-serving`: what an exported SavedModel needs from TF Serving."""
+
+import json
+
+import click
+
+from recipes.context import pass_environment
+
+
+@click.command(
+    "check-serving", short_help="Audit an exported SavedModel for TF Serving."
+)
+@click.argument("export_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, show_default="none",
+              help="Also write the full audit to this JSON file.")
+@pass_environment
+def check_serving(env, export_dir, json_path):
+    """Audit the SavedModel in EXPORT_DIR (one version, e.g. BASE_DIR/1).
+
+    Lists each signature's inputs, outputs and op types, flags the ops that are
+    not core TensorFlow (e.g. TensorFlow Text tokenisers) and the TensorFlow Text
+    version a server needs for them.
+    """
+    env.activate_backend()
+    from keras_cosent.export import audit_saved_model
+    from keras_cosent.export import format_audit
+
+    report = audit_saved_model(export_dir)
+    env.log(format_audit(report))
+    if json_path is not None:
+        with open(json_path, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+            f.write("\n")
+        env.note(f"audit written to {json_path}")

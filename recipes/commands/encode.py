@@ -1,0 +1,73 @@
+"""`keras-cosent encode`: sentences, one per line, to a float32 `.npy` of unit-length embeddings."""
+
+import os
+import tempfile
+
+import click
+
+from recipes.context import pass_environment
+from recipes.errors import CliError
+from recipes.options import batch_size_option
+from recipes.options import max_length_option
+
+
+def read_sentences(stream, name):
+    """The lines of a UTF-8 text stream; an empty line is an error (rows follow lines)."""
+    try:
+        text = stream.read()
+    except UnicodeDecodeError as error:
+        raise CliError(f"{name}: not UTF-8 text ({error.reason})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    sentences = []
+    for number, line in enumerate(lines, start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            raise CliError(
+                f"{name}:{number}: empty line; give one sentence per line "
+                "(row i of the output is line i)"
+            )
+        sentences.append(line)
+    if not sentences:
+        raise CliError(f"{name}: no sentences to encode")
+    return sentences
+
+
+@click.command(short_help="Embed sentences (one per line) into a .npy file.")
+@click.argument("model")
+@click.argument("input", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("-o", "--output", required=True, show_default=True, type=click.Path(dir_okay=False),
+              help="The .npy file to write: float32, one L2-normalised row per input line.")
+@batch_size_option()
+@max_length_option
+@pass_environment
+def encode(env, model, input, output, batch_size, max_length):
+    """Embed the sentences of INPUT (one per line; - reads stdin) with MODEL."""
+    with click.open_file(input, "r", encoding="utf-8", errors="strict") as stream:
+        sentences = read_sentences(stream, "stdin" if input == "-" else input)
+    env.activate_backend()
+    import numpy as np
+
+    from recipes.model_loading import load_encoder
+
+    encoder = load_encoder(model, max_length=max_length)
+    embeddings = encoder.encode(sentences, batch_size=batch_size, progress=True)
+    embeddings = np.asarray(embeddings, dtype="float32")
+    directory = os.path.dirname(os.path.abspath(output))
+    os.makedirs(directory, exist_ok=True)
+    # Written beside the target and renamed, so a failure leaves no partial file.
+    handle, partial = tempfile.mkstemp(suffix=".npy.partial", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as f:
+            np.save(f, embeddings)
+        # mkstemp makes the file private; the result is an ordinary file.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o666 & ~umask)
+        os.replace(partial, output)
+    except BaseException:
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise
+    env.note(f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} float32 embeddings to {output}")

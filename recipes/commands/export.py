@@ -1,0 +1,43 @@
+"""`keras-cosent export`: a model as a versioned SavedModel for TensorFlow Serving."""
+
+import os
+
+import click
+
+from recipes.context import pass_environment
+from recipes.errors import CliError
+
+
+@click.command(short_help="Export a model as a SavedModel for TF Serving.")
+@click.argument("model")
+@click.argument("base_dir", type=click.Path(file_okay=False))
+@click.option("--version", type=click.IntRange(min=0), default=None,
+              show_default="the next free number", help="Version sub-directory to write.")
+@click.option("--max-length", type=click.IntRange(min=3), default=None, show_default="the model's",
+              help="Tokens per sentence the string signatures cut to, [CLS] and [SEP] "
+              "included.")
+@click.option("--overwrite", is_flag=True, default=False, show_default=True,
+              help="Replace an existing BASE_DIR/VERSION.")
+@pass_environment
+def export(env, model, base_dir, version, max_length, overwrite):
+    """Export MODEL to BASE_DIR/VERSION as a SavedModel for TF Serving.
+
+    BASE_DIR is TF Serving's --model_base_path. The SavedModel takes raw
+    sentences (serving_default), token ids (encode_tokens) or two lists of
+    sentences (similarity) and returns L2-normalised embeddings or cosines.
+    Works from every backend (off TensorFlow, a TensorFlow subprocess writes it).
+    """
+    env.activate_backend()
+    from keras_cosent.export import export_saved_model
+    from recipes.model_loading import encoder_or_saved_path
+
+    target = os.path.join(base_dir, str(version)) if version is not None else None
+    if target is not None and os.path.exists(target) and not overwrite:
+        raise CliError(f"{target} already exists; pass --overwrite to replace it, "
+                       "or leave out --version to write the next free version")
+    path = export_saved_model(
+        encoder_or_saved_path(model), base_dir, version=version, max_length=max_length,
+        overwrite=overwrite,
+    )
+    env.log(path)
+    env.note(f"exported; check what TF Serving needs with: keras-cosent check-serving {path}")

@@ -1,0 +1,217 @@
+"""`keras-cosent train`: fine-tune a sentence encoder and leave a complete run directory.
+
+The command checks its options, records the run's configuration, refuses an
+`--output` that holds a different run, and hands the work to
+`recipes.training.train_encoder` inside a staging directory that is renamed into
+place only when everything is written.
+"""
+
+import hashlib
+import json
+import os
+import shlex
+
+import click
+
+from recipes.context import pass_environment
+from recipes.options import FORMATS
+from recipes.options import INPUT_FILE
+from recipes.options import LOSSES
+from recipes.options import POOLINGS
+from recipes.options import POSITIVE_FLOAT
+from recipes.options import text_column_options
+from recipes.presets import RECIPES
+from recipes.presets import apply_recipe
+from recipes.run_directory import CONFIG_FILE
+from recipes.reporting import RESULTS_FILE
+from recipes.run_directory import RunDirectory
+
+CONTRASTIVE_LOSSES = ("infonce", "simcse")
+# Options that say what to do with an existing run, not what the run is.
+NOT_CONFIG = ("overwrite",)
+
+_RECIPE_LIST = "\n".join(f"  {name:<13} {recipe.summary}" for name, recipe in RECIPES.items())
+
+
+@click.command(
+    short_help="Fine-tune a sentence encoder.",
+    epilog=f"""\b
+Recipes (--recipe NAME fills the options you leave at their defaults):
+{_RECIPE_LIST}
+
+Without --train, trains on the packaged demo set (recipes/data, 320 pairs) and
+evaluates on its 80 dev pairs."""
+)
+@click.option(
+    "--recipe",
+    type=click.Choice(tuple(RECIPES)),
+    default=None,
+    show_default="none",
+    help="Preset of the options below from a published set-up (see the list below); "
+    "options given explicitly win.",
+)
+@click.option(
+    "--loss",
+    type=click.Choice(LOSSES),
+    default="cosent",
+    show_default=True,
+    help="Training objective. cosent/angle/cosine-mse/sbert-softmax need scored pairs; "
+    "infonce takes (anchor, positive[, negatives]) rows (scored pairs: those above 2.5); "
+    "simcse takes any sentences.",
+)
+@click.option("--train", type=INPUT_FILE, default=None, show_default="the packaged demo set",
+              help="Training file.")
+@click.option("--dev", type=INPUT_FILE, default=None,
+              show_default="the demo dev set when --train is not given",
+              help="Scored pairs evaluated after every epoch and at the end.")
+@click.option("--test", type=INPUT_FILE, default=None, show_default="none",
+              help="Scored pairs evaluated once at the end.")
+@click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
+              help="Format of --train (pair-tsv: sentence1 TAB sentence2 TAB score).")
+@click.option("--eval-format", type=click.Choice(FORMATS), default=None,
+              show_default="same as --format", help="Format of --dev and --test.")
+@text_column_options
+@click.option("--backbone", default="all-MiniLM-L6-v2", show_default=True,
+              help="Model to fine-tune: the packaged all-MiniLM-L6-v2, a local Hugging Face "
+              "or keras-hub checkpoint directory, a keras-hub preset name, or a train output "
+              "directory.")
+@click.option("--pooling", type=click.Choice(POOLINGS), default="mean", show_default=True,
+              help="How token states become one sentence vector (ignored for a saved run).")
+@click.option("--epochs", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Passes over the training set.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Rows per training batch (InfoNCE/SimCSE: at least 2, the other rows are "
+              "the negatives).")
+@click.option("--lr", type=POSITIVE_FLOAT, default=2e-5, show_default=True,
+              help="Peak learning rate of AdamW.")
+@click.option("--warmup", type=click.FloatRange(min=0, max=1, max_open=True), default=0.1,
+              show_default=True,
+              help="Fraction of the training steps with linear warm-up; the rate then "
+              "decays linearly to 0.")
+@click.option("--weight-decay", type=click.FloatRange(min=0), default=0.01, show_default=True,
+              help="AdamW weight decay (not applied to biases and LayerNorm).")
+@click.option("--max-length", type=click.IntRange(min=3), default=64, show_default=True,
+              help="Tokens per sentence, [CLS] and [SEP] included; longer ones are cut.")
+@click.option("--scale", type=POSITIVE_FLOAT, default=20.0, show_default=True,
+              help="Scale of CoSENT and AnglE (1 / temperature).")
+@click.option("--temperature", type=POSITIVE_FLOAT, default=0.05, show_default=True,
+              help="Temperature of InfoNCE and SimCSE.")
+@click.option("--seed", type=int, default=42, show_default=True,
+              help="Seed of weight initialisation, dropout and shuffling.")
+@click.option("--mixed-precision", is_flag=True, default=False, show_default=True,
+              help="Train in mixed_float16 (for GPUs; slower on most CPUs).")
+@click.option("--output", type=click.Path(file_okay=False), required=True, show_default=True,
+              help="Run directory to create; an identical finished run there is reused.")
+@click.option("--overwrite", is_flag=True, default=False, show_default=True,
+              help="Replace a different keras-cosent run in --output.")
+@pass_environment
+@click.pass_context
+def train(ctx, env, **options):
+    """Fine-tune a sentence encoder (SiameseEncoder over a SentenceEncoder).
+
+    Leaves in --output: encoder.keras, config.json (with the command that repeats
+    the run), metrics.csv and metrics.json (loss, dev Spearman/Pearson per epoch),
+    training.png, and results.json with the final dev/test evaluation.
+    """
+    options = apply_recipe(ctx, options)
+    if options["loss"] in CONTRASTIVE_LOSSES and options["batch_size"] < 2:
+        raise click.BadParameter(
+            f"{options['batch_size']} is too small for --loss {options['loss']}: InfoNCE "
+            "needs at least 2 rows per batch, the other rows being the negatives",
+            param_hint="--batch-size",
+        )
+    overwrite = options.pop("overwrite")
+    env.activate_backend()
+    config = build_config(env.backend, options)
+    run_directory = RunDirectory(config["output"], overwrite=overwrite)
+    if run_directory.check(config) == "same":
+        env.note(f"{options['output']} already holds this run (same configuration); "
+                 "reusing it. Pass --overwrite to train again.")
+        env.log(_stored_table(run_directory.path))
+        return
+
+    from recipes.training import train_encoder
+
+    with run_directory.staging() as staging:
+        results = train_encoder(config, staging, env)
+        write_config(staging / CONFIG_FILE, config, command_line(ctx, config))
+    from recipes.reporting import results_table
+
+    env.log(results_table(results))
+    env.note(f"run saved to {options['output']}")
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build_config(backend, options):
+    """The run's exact configuration: every option resolved, paths absolute, data hashed."""
+    from recipes.data_loading import DEMO_DEV
+    from recipes.data_loading import DEMO_TRAIN
+
+    config = {"backend": backend}
+    config.update(options)
+    for key in ("train", "dev", "test", "output"):
+        if config[key] is not None:
+            config[key] = os.path.abspath(config[key])
+    if config["eval_format"] is None:
+        config["eval_format"] = config["format"]
+    backbone_dir = os.path.abspath(config["backbone"])
+    if os.path.isdir(backbone_dir):
+        config["backbone"] = backbone_dir
+    demo = config["train"] is None
+    files = {
+        "train": DEMO_TRAIN if demo else config["train"],
+        "dev": DEMO_DEV if demo and config["dev"] is None else config["dev"],
+        "test": config["test"],
+    }
+    config["data_sha256"] = {
+        split: _sha256(path) for split, path in files.items() if path is not None
+    }
+    return config
+
+
+def command_line(ctx, config):
+    """The one shell command that repeats the run, every option spelled out."""
+    words = ["keras-cosent", "--backend", config["backend"], ctx.info_name]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in NOT_CONFIG:
+            continue
+        value = config.get(param.name)
+        if value is None or value is False:
+            continue
+        flag = max(param.opts, key=len)
+        words += [flag] if value is True else [flag, str(value)]
+    return shlex.join(words)
+
+
+def write_config(path, config, command):
+    import keras
+    import keras_hub
+
+    import keras_cosent
+
+    record = {
+        "command": command,
+        "config": config,
+        "environment": {
+            "keras_cosent": keras_cosent.__version__,
+            "keras": keras.__version__,
+            "keras_hub": keras_hub.__version__,
+        },
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+
+
+def _stored_table(directory):
+    from recipes.reporting import results_table
+
+    with open(directory / RESULTS_FILE, encoding="utf-8") as f:
+        return results_table(json.load(f))

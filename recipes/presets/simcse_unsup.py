@@ -1,0 +1,33 @@
+"""Unsupervised SimCSE: InfoNCE between two dropout views of the same sentence.
+
+Every sentence of the corpus is encoded twice in training mode; the encoder's
+dropout makes the two embeddings differ, and InfoNCE at temperature 0.05 pulls
+them together against the rest of the batch. Any corpus works: one sentence per
+line (`--format text-lines`), or the sentences of any pair file (every distinct
+sentence of every column is used). One epoch, learning rate 3e-5 and sentences
+cut to 32 tokens follow the paper's BERT-base set-up; batch 64 is the paper's and
+needs no labels. Evaluate on a scored STS file with `--dev` and `--eval-format`.
+
+    keras-cosent train --recipe simcse-unsup --train corpus.txt \\
+        --dev stsbenchmark/sts-dev.csv --eval-format sts-benchmark --output runs/simcse
+"""
+
+from recipes.presets.recipe import Recipe
+
+RECIPES = {
+    "simcse-unsup": Recipe(
+        name="simcse-unsup",
+        summary="Unsupervised SimCSE: InfoNCE over dropout views, temperature 0.05, 1 epoch.",
+        options={
+            "loss": "simcse",
+            "format": "text-lines",
+            "temperature": 0.05,
+            "epochs": 1,
+            "batch_size": 64,
+            "lr": 3e-5,
+            "warmup": 0.0,
+            "max_length": 32,
+        },
+        reference="Gao, Yao & Chen, SimCSE (EMNLP 2021), https://arxiv.org/abs/2104.08821",
+    ),
+}

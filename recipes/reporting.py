@@ -1,0 +1,93 @@
+"""What `train` and `evaluate` show and leave behind: tables, per-epoch metrics, the plot."""
+
+import csv
+import json
+import math
+
+METRICS_CSV = "metrics.csv"
+METRICS_JSON = "metrics.json"
+PLOT_FILE = "training.png"
+RESULTS_FILE = "results.json"
+
+
+def _cell(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def format_table(headers, rows):
+    """Plain aligned text: first column left-aligned, the others right-aligned."""
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        parts = [row[0].ljust(widths[0])]
+        parts += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:])]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def results_table(results):
+    """The table of `{split: {"pairs", "spearman", "pearson"}}` evaluation results."""
+    rows = [
+        (split, result["pairs"], result["spearman"], result["pearson"])
+        for split, result in results.items()
+    ]
+    return format_table(("split", "pairs", "spearman", "pearson"), rows)
+
+
+def history_rows(history):
+    """Turns a Keras `History.history` dict into one dict per epoch (epochs from 1)."""
+    keys = list(history)
+    epochs = max((len(values) for values in history.values()), default=0)
+    rows = []
+    for epoch in range(epochs):
+        row = {"epoch": epoch + 1}
+        for key in keys:
+            values = history[key]
+            row[key] = float(values[epoch]) if epoch < len(values) else None
+        rows.append(row)
+    return rows
+
+
+def write_metrics(directory, rows):
+    """Writes the per-epoch rows to `metrics.csv` and `metrics.json` in `directory`."""
+    columns = []
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    with open(directory / METRICS_CSV, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(directory / METRICS_JSON, "w", encoding="utf-8") as f:
+        json.dump(rows, f, indent=2)
+        f.write("\n")
+
+
+def plot_training(path, rows, spearman_key=None):
+    """Saves a PNG of training loss (and dev Spearman, when present) per epoch."""
+    import matplotlib
+
+    # No display on servers and in CI: draw to a file only.
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    epochs = [row["epoch"] for row in rows]
+    spearman = [row.get(spearman_key) for row in rows] if spearman_key else []
+    has_dev = any(value is not None for value in spearman)
+    figure, axes = pyplot.subplots(1, 2 if has_dev else 1, figsize=(9 if has_dev else 4.5, 3.2))
+    axes = list(axes) if has_dev else [axes]
+    axes[0].plot(epochs, [row.get("loss") for row in rows], marker="o")
+    axes[0].set(title="training loss", xlabel="epoch", ylabel="loss")
+    if has_dev:
+        axes[1].plot(epochs, spearman, marker="o", color="tab:green")
+        axes[1].set(title="dev Spearman x 100", xlabel="epoch", ylabel="Spearman x 100")
+    for axis in axes:
+        axis.set_xticks(epochs)
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)

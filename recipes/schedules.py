@@ -1,0 +1,77 @@
+"""The learning-rate schedule `keras-cosent train` uses: linear warm-up, then linear decay.
+
+This is the schedule of BERT fine-tuning and of Sentence-BERT's and SimCSE's
+training scripts (`get_linear_schedule_with_warmup` in Hugging Face transformers).
+It lives with the recipes rather than in `keras_cosent` because it is a choice of
+the training recipe, not part of the losses or the model. Imported lazily by
+`train`, since it imports keras.
+"""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_cosent_recipes")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Rises linearly from 0 to `peak_learning_rate`, then falls linearly to 0.
+
+    Args:
+        peak_learning_rate: the learning rate reached at the end of warm-up.
+        total_steps: number of optimiser steps in the whole run; the rate is 0
+            from there on.
+        warmup_steps: number of steps of linear warm-up (0 for none).
+
+    Call arguments:
+        step: the optimiser's iteration counter (0-based).
+
+    Returns:
+        The float32 learning rate for that step:
+        `peak * step / warmup_steps` during warm-up, then
+        `peak * (total_steps - step) / (total_steps - warmup_steps)`, floored at 0.
+
+    Example:
+
+    >>> from recipes.schedules import WarmupLinearDecay
+    >>> schedule = WarmupLinearDecay(1.0, total_steps=10, warmup_steps=2)
+    >>> [round(float(schedule(s)), 3) for s in (0, 1, 2, 6, 10)]
+    [0.0, 0.5, 1.0, 0.5, 0.0]
+
+    Reference:
+        Devlin et al., BERT (2019), https://arxiv.org/abs/1810.04805, appendix A.3.
+    """
+
+    def __init__(self, peak_learning_rate, total_steps, warmup_steps=0):
+        if not peak_learning_rate > 0:
+            raise ValueError(
+                "`peak_learning_rate` should be a positive float. "
+                f"Received: `peak_learning_rate`={peak_learning_rate}"
+            )
+        if int(total_steps) < 1:
+            raise ValueError(
+                f"`total_steps` should be a positive integer. Received: `total_steps`={total_steps}"
+            )
+        if not 0 <= int(warmup_steps) <= int(total_steps):
+            raise ValueError(
+                "`warmup_steps` should be an integer in [0, total_steps="
+                f"{total_steps}]. Received: `warmup_steps`={warmup_steps}"
+            )
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.total_steps = int(total_steps)
+        self.warmup_steps = int(warmup_steps)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        peak = self.peak_learning_rate
+        # max(.., 1) keeps both branches finite; ops.where evaluates both.
+        warmup = peak * step / max(self.warmup_steps, 1)
+        decay_steps = max(self.total_steps - self.warmup_steps, 1)
+        decay = peak * (self.total_steps - step) / decay_steps
+        rate = ops.where(step < self.warmup_steps, warmup, decay)
+        return ops.maximum(rate, 0.0)
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "total_steps": self.total_steps,
+            "warmup_steps": self.warmup_steps,
+        }
