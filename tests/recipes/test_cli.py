@@ -1,0 +1,139 @@
+"""The command group itself: help texts, backend selection, error reporting."""
+
+import os
+import subprocess
+import sys
+
+import click
+import keras
+import pytest
+
+from recipes.cli import main
+from recipes.context import BACKENDS
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COMMANDS = ("train", "evaluate", "encode", "export", "check-serving")
+
+
+def assert_one_line_error(result, *fragments):
+    """Exit code 2, a single `Error:` line naming the problem, and no traceback."""
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: "), lines[0]
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def test_importing_the_cli_does_not_import_keras():
+    code = (
+        "import sys, recipes.cli; "
+        "loaded = [m for m in ('keras', 'keras_cosent', 'tensorflow', 'jax', 'torch') "
+        "if m in sys.modules]; print(loaded)"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_commands_are_registered():
+    assert set(main.commands) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_shows_every_option_with_its_default(cli, command):
+    result = cli(command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Usage: keras-cosent " + command in result.output
+    for param in main.commands[command].params:
+        if not isinstance(param, click.Option) or param.name == "help":
+            continue
+        assert param.help, f"{command} {param.opts} has no help"
+        assert param.show_default, f"{command} {param.opts} does not show its default"
+        assert max(param.opts, key=len) in result.output
+        if param.default not in (None, False) and not param.required:
+            assert "[default: " in result.output
+
+
+def test_train_help_shows_the_documented_defaults(cli):
+    output = " ".join(cli("train", "--help").output.split())
+    for default in ("[default: cosent", "[default: 16", "[default: 2e-05", "[default: 0.1",
+                    "[default: 0.01", "[default: 64", "[default: 20.0", "[default: 0.05",
+                    "[default: mean", "[default: all-MiniLM-L6-v2", "[default: pair-tsv"):
+        assert default in output
+
+
+def test_group_help_lists_commands(cli):
+    result = cli("--help")
+    assert result.exit_code == 0
+    for command in COMMANDS:
+        assert command in result.output
+    assert "KERAS_BACKEND" in result.output
+
+
+def test_no_arguments_shows_help(cli):
+    result = cli()
+    assert result.exit_code == 0
+    assert "Commands:" in result.output
+
+
+def test_unknown_backend_is_a_one_line_error(cli):
+    result = cli("--backend", "numpy", "train", "--output", "x")
+    assert_one_line_error(result, "--backend", "numpy")
+
+
+def test_unknown_backend_from_the_environment(cli, monkeypatch):
+    monkeypatch.setenv("KERAS_BACKEND", "theano")
+    result = cli("encode", "--help")
+    assert_one_line_error(result, "KERAS_BACKEND", "theano")
+
+
+def test_backend_other_than_the_imported_one_is_refused(cli, tmp_path):
+    current = keras.backend.backend()
+    other = next(b for b in BACKENDS if b != current)
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("a sentence\n")
+    result = cli("--backend", other, "encode", "all-MiniLM-L6-v2", sentences,
+                 "-o", tmp_path / "e.npy")
+    line = assert_one_line_error(result, current, other)
+    assert "already imported" in line
+    assert not (tmp_path / "e.npy").exists()
+
+
+def test_unknown_command_and_missing_argument(cli):
+    assert_one_line_error(cli("fly"), "fly")
+    assert_one_line_error(cli("evaluate"), "MODEL")
+
+
+def test_missing_input_file_is_a_one_line_error(cli, tmp_path):
+    result = cli("train", "--train", tmp_path / "nope.tsv", "--output", tmp_path / "run")
+    assert_one_line_error(result, "--train", "nope.tsv", "does not exist")
+    assert not (tmp_path / "run").exists()
+    result = cli("evaluate", "all-MiniLM-L6-v2", tmp_path / "nope.tsv")
+    assert_one_line_error(result, "DATA", "does not exist")
+
+
+def test_bad_option_values_are_one_line_errors(cli, tmp_path):
+    out = tmp_path / "run"
+    assert_one_line_error(cli("train", "--loss", "triplet", "--output", out), "--loss", "triplet")
+    assert_one_line_error(cli("train", "--lr", "0", "--output", out), "--lr")
+    assert_one_line_error(cli("train", "--warmup", "1.5", "--output", out), "--warmup")
+    assert_one_line_error(cli("train", "--text-columns", "a,,b", "--output", out),
+                          "--text-columns")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("loss", ["infonce", "simcse"])
+def test_batch_size_too_small_for_infonce(cli, tmp_path, loss):
+    result = cli("train", "--loss", loss, "--batch-size", "1", "--output", tmp_path / "run")
+    assert_one_line_error(result, "--batch-size", "InfoNCE")
+    assert not (tmp_path / "run").exists()
+
+
+def test_version(cli):
+    result = cli("--version")
+    assert result.exit_code == 0
+    assert result.output.startswith("keras-cosent ")

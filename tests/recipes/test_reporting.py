@@ -1,0 +1,43 @@
+"""Tables, per-epoch metric files and the training plot."""
+
+import csv
+import json
+
+from recipes.reporting import format_table
+from recipes.reporting import history_rows
+from recipes.reporting import plot_training
+from recipes.reporting import results_table
+from recipes.reporting import write_metrics
+
+
+def test_table_is_aligned_plain_text():
+    text = format_table(("split", "pairs", "spearman"), [("dev", 80, 91.234), ("test", 7, None)])
+    lines = text.splitlines()
+    assert lines == [
+        "split  pairs  spearman",
+        "dev       80     91.23",
+        "test       7         -",
+    ]
+
+
+def test_results_table_rows_follow_the_results():
+    text = results_table({"dev": {"pairs": 3, "spearman": 50.0, "pearson": 40.0}})
+    assert text.splitlines()[1].split() == ["dev", "3", "50.00", "40.00"]
+
+
+def test_metrics_files_hold_one_row_per_epoch(tmp_path):
+    rows = history_rows({"loss": [2.0, 1.5], "dev_spearman": [70.0, 80.0]})
+    write_metrics(tmp_path, rows)
+    with open(tmp_path / "metrics.csv") as f:
+        read = list(csv.DictReader(f))
+    assert [r["epoch"] for r in read] == ["1", "2"]
+    assert [float(r["loss"]) for r in read] == [2.0, 1.5]
+    assert json.loads((tmp_path / "metrics.json").read_text()) == rows
+
+
+def test_plot_is_a_png(tmp_path):
+    rows = history_rows({"loss": [2.0, 1.5], "dev_spearman": [70.0, 80.0]})
+    plot_training(tmp_path / "with_dev.png", rows, "dev_spearman")
+    plot_training(tmp_path / "loss_only.png", rows, None)
+    for name in ("with_dev.png", "loss_only.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
