@@ -39,8 +39,12 @@ def results_table(results):
     return format_table(("split", "pairs", "spearman", "pearson"), rows)
 
 
-def history_rows(history):
-    """Turns a Keras `History.history` dict into one dict per epoch (epochs from 1)."""
+def history_rows(history, percent_suffixes=()):
+    """Turns a Keras `History.history` dict into one dict per epoch (epochs from 1).
+
+    Keys ending in one of `percent_suffixes` (correlations) are multiplied by
+    100, the scale STS results are reported in.
+    """
     keys = list(history)
     epochs = max((len(values) for values in history.values()), default=0)
     rows = []
@@ -48,7 +52,10 @@ def history_rows(history):
         row = {"epoch": epoch + 1}
         for key in keys:
             values = history[key]
-            row[key] = float(values[epoch]) if epoch < len(values) else None
+            value = float(values[epoch]) if epoch < len(values) else None
+            if value is not None and key.endswith(tuple(percent_suffixes)):
+                value *= 100.0
+            row[key] = value
         rows.append(row)
     return rows
 

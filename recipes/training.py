@@ -161,7 +161,7 @@ def train_encoder(config, directory, env):
         results["test"] = evaluate_sts(encoder, test)
 
     encoder.save(directory / ENCODER_FILE)
-    rows = reporting.history_rows(history.history)
+    rows = reporting.history_rows(history.history, percent_suffixes=("_spearman", "_pearson"))
     reporting.write_metrics(directory, rows)
     spearman_key = f"{DEV_NAME}_spearman" if dev is not None else None
     reporting.plot_training(directory / reporting.PLOT_FILE, rows, spearman_key)

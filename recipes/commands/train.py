@@ -121,6 +121,8 @@ def train(ctx, env, **options):
             param_hint="--batch-size",
         )
     overwrite = options.pop("overwrite")
+    # In the order --help lists them, not the order they were typed.
+    options = {p.name: options[p.name] for p in ctx.command.params if p.name in options}
     env.activate_backend()
     config = build_config(env.backend, options)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)

@@ -35,6 +35,11 @@ def test_metrics_files_hold_one_row_per_epoch(tmp_path):
     assert json.loads((tmp_path / "metrics.json").read_text()) == rows
 
 
+def test_correlations_are_reported_times_100():
+    rows = history_rows({"loss": [2.0], "dev_spearman": [0.5]}, percent_suffixes=("_spearman",))
+    assert rows == [{"epoch": 1, "loss": 2.0, "dev_spearman": 50.0}]
+
+
 def test_plot_is_a_png(tmp_path):
     rows = history_rows({"loss": [2.0, 1.5], "dev_spearman": [70.0, 80.0]})
     plot_training(tmp_path / "with_dev.png", rows, "dev_spearman")
