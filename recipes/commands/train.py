@@ -139,7 +139,10 @@ def train(ctx, env, **options):
         write_config(staging / CONFIG_FILE, config, command_line(ctx, config))
     from recipes.reporting import results_table
 
-    env.log(results_table(results))
+    if results:
+        env.log(results_table(results))
+    else:
+        env.note("no --dev or --test given: nothing evaluated")
     env.note(f"run saved to {options['output']}")
 
 
@@ -216,4 +219,5 @@ def _stored_table(directory):
     from recipes.reporting import results_table
 
     with open(directory / RESULTS_FILE, encoding="utf-8") as f:
-        return results_table(json.load(f))
+        results = json.load(f)
+    return results_table(results) if results else "(nothing was evaluated)"

@@ -80,3 +80,19 @@ def small_train(tmp_path):
 @pytest.fixture
 def small_dev(tmp_path):
     return write_pair_tsv(tmp_path / "dev.tsv", demo_rows("dev")[:24])
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory, tiny_checkpoint):
+    """A finished `train` run of the tiny checkpoint: 16 pairs, 2 epochs, with dev and test."""
+    root = tmp_path_factory.mktemp("trained")
+    train = write_pair_tsv(root / "train.tsv", demo_rows("train")[:16])
+    dev = write_pair_tsv(root / "dev.tsv", demo_rows("dev")[:24])
+    output = root / "run"
+    result = Cli()(
+        "train", "--backbone", tiny_checkpoint, "--train", train, "--dev", dev, "--test", dev,
+        "--epochs", 2, "--batch-size", 8, "--max-length", 16, "--lr", 1e-3,
+        "--output", output,
+    )
+    assert result.exit_code == 0, result.output
+    return {"output": output, "train": train, "dev": dev, "result": result}

@@ -1,0 +1,43 @@
+"""`keras-cosent encode`: shape, dtype, unit rows in input order, stdin, bad input."""
+
+import keras
+import numpy as np
+
+from tests.recipes.conftest import demo_rows
+from tests.recipes.test_cli import assert_one_line_error
+
+SENTENCES = [row[0] for row in demo_rows("dev")[:7]] + ["Short.", "The ferry leaves at noon."]
+
+
+def test_encode_a_file(cli, trained_run, tmp_path):
+    source = tmp_path / "sentences.txt"
+    source.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    result = cli("encode", trained_run["output"], source, "-o", tmp_path / "out.npy",
+                 "--batch-size", 4)
+    assert result.exit_code == 0, result.output
+    embeddings = np.load(tmp_path / "out.npy")
+    assert embeddings.shape == (len(SENTENCES), 16)
+    assert embeddings.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, rtol=1e-5)
+    # Row i is line i: compare with each sentence embedded on its own.
+    encoder = keras.saving.load_model(trained_run["output"] / "encoder.keras")
+    for i in (0, 7, 8):
+        np.testing.assert_allclose(embeddings[i], encoder.encode([SENTENCES[i]])[0], atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy", "sentences.txt"]
+
+
+def test_encode_stdin_equals_the_file(cli, trained_run, tmp_path):
+    text = "\n".join(SENTENCES)  # no final newline
+    source = tmp_path / "s.txt"
+    source.write_text(text, encoding="utf-8")
+    assert cli("encode", trained_run["output"], source, "-o", tmp_path / "a.npy").exit_code == 0
+    result = cli("encode", trained_run["output"], "-", "-o", tmp_path / "b.npy", input=text)
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(np.load(tmp_path / "b.npy"), np.load(tmp_path / "a.npy"), atol=1e-6)
+
+
+def test_empty_line_is_a_one_line_error(cli, trained_run, tmp_path):
+    result = cli("encode", trained_run["output"], "-", "-o", tmp_path / "out.npy",
+                 input="first\n\nthird\n")
+    assert_one_line_error(result, "stdin:2", "empty line")
+    assert not (tmp_path / "out.npy").exists()

@@ -1,0 +1,50 @@
+"""`keras-cosent evaluate` against SciPy on cosines computed here with NumPy."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+from scipy import stats
+
+from tests.recipes.test_cli import assert_one_line_error
+
+
+def read_pairs(path):
+    rows = [line.rstrip("\n").split("\t") for line in open(path, encoding="utf-8")]
+    return [r[0] for r in rows], [r[1] for r in rows], np.array([float(r[2]) for r in rows])
+
+
+def test_json_matches_scipy_on_numpy_cosines(cli, trained_run, tmp_path):
+    out = tmp_path / "eval.json"
+    result = cli("evaluate", trained_run["output"], trained_run["dev"], "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+
+    first, second, scores = read_pairs(trained_run["dev"])
+    encoder = keras.saving.load_model(trained_run["output"] / "encoder.keras")
+    a = np.asarray(encoder.encode(first), dtype="float64")
+    b = np.asarray(encoder.encode(second), dtype="float64")
+    cosines = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert record["pairs"] == len(scores) == 24
+    assert record["spearman"] == pytest.approx(100 * stats.spearmanr(scores, cosines)[0], abs=1e-3)
+    assert record["pearson"] == pytest.approx(100 * stats.pearsonr(scores, cosines)[0], abs=1e-3)
+    assert record["format"] == "pair-tsv"
+    # The table printed shows the same numbers.
+    assert f"{record['spearman']:.2f}" in result.stdout
+
+
+def test_evaluate_a_checkpoint_directory(cli, tiny_checkpoint, trained_run):
+    result = cli("evaluate", tiny_checkpoint, trained_run["dev"], "--max-length", 16)
+    assert result.exit_code == 0, result.output
+    assert "dev.tsv" in result.stdout
+
+
+def test_unknown_model_is_a_one_line_error(cli, trained_run):
+    result = cli("evaluate", "no/such/model", trained_run["dev"])
+    assert_one_line_error(result, "no/such/model")
+
+
+def test_wrong_format_is_a_one_line_error(cli, trained_run):
+    result = cli("evaluate", trained_run["output"], trained_run["dev"], "--format", "sts-benchmark")
+    assert_one_line_error(result, "dev.tsv:1", "7 TAB-separated fields")

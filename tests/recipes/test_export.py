@@ -1,0 +1,32 @@
+"""`keras-cosent export` and `check-serving`: refusals (fast) and a real export (slow)."""
+
+import json
+
+import pytest
+
+from tests.recipes.test_cli import assert_one_line_error
+
+
+def test_existing_version_needs_overwrite(cli, trained_run, tmp_path):
+    (tmp_path / "base" / "1").mkdir(parents=True)
+    result = cli("export", trained_run["output"], tmp_path / "base", "--version", 1)
+    assert_one_line_error(result, "already exists", "--overwrite")
+
+
+def test_check_serving_needs_a_version_directory(cli, tmp_path):
+    result = cli("check-serving", tmp_path)
+    assert_one_line_error(result, "saved_model.pb")
+
+
+@pytest.mark.slow
+def test_export_then_check_serving(cli, trained_run, tmp_path):
+    result = cli("export", trained_run["output"], tmp_path / "base")
+    assert result.exit_code == 0, result.output
+    version_dir = tmp_path / "base" / "1"
+    assert result.stdout.strip() == str(version_dir)
+    assert (version_dir / "saved_model.pb").is_file()
+    result = cli("check-serving", version_dir, "--json", tmp_path / "audit.json")
+    assert result.exit_code == 0, result.output
+    assert "serving_default" in result.stdout and "encode_tokens" in result.stdout
+    audit = json.loads((tmp_path / "audit.json").read_text())
+    assert audit["signatures"]["encode_tokens"]["core_only"]

@@ -1,0 +1,35 @@
+"""The CLI's spelled-out choices match the library's, and MODEL resolution."""
+
+import pytest
+
+import keras_cosent
+from recipes.errors import CliError
+from recipes.model_loading import resolve_checkpoint
+from recipes.model_loading import saved_encoder_path
+from recipes.options import FORMATS
+from recipes.options import LOSSES
+from recipes.options import POOLINGS
+
+
+def test_choices_match_the_library():
+    assert FORMATS == keras_cosent.data.READ_FORMATS
+    assert LOSSES == keras_cosent.losses.NAMES
+    assert set(POOLINGS) == set(keras_cosent.layers.POOLING_LAYERS)
+
+
+def test_packaged_checkpoint_alias():
+    assert resolve_checkpoint("all-MiniLM-L6-v2") == keras_cosent.models.default_checkpoint()
+
+
+def test_directories_files_and_preset_names(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "encoder.keras").write_text("x")
+    assert saved_encoder_path(tmp_path / "run") == tmp_path / "run" / "encoder.keras"
+    assert saved_encoder_path(tmp_path / "run" / "encoder.keras") is not None
+    assert saved_encoder_path(tmp_path) is None
+    assert resolve_checkpoint(str(tmp_path)) == str(tmp_path)
+    assert resolve_checkpoint("bert_tiny_en_uncased") == "bert_tiny_en_uncased"
+    with pytest.raises(CliError, match="no such directory"):
+        resolve_checkpoint(str(tmp_path / "missing"))
+    with pytest.raises(CliError, match="is a file"):
+        resolve_checkpoint(str(tmp_path / "run" / "encoder.keras"))

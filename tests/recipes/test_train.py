@@ -1,0 +1,150 @@
+"""`keras-cosent train` end to end on a tiny checkpoint, and its refusals."""
+
+import json
+import shlex
+
+import keras
+import numpy as np
+import pytest
+
+from tests.recipes.conftest import demo_rows
+from tests.recipes.conftest import write_pair_tsv
+from tests.recipes.test_cli import assert_one_line_error
+
+ARTIFACTS = ("encoder.keras", "config.json", "metrics.csv", "metrics.json", "training.png",
+             "results.json")
+
+
+def test_a_run_leaves_every_artifact(trained_run):
+    output = trained_run["output"]
+    assert sorted(p.name for p in output.iterdir()) == sorted(ARTIFACTS)
+    # Nothing else beside it: the staging directory was renamed, not copied.
+    assert sorted(p.name for p in output.parent.iterdir()) == ["dev.tsv", "run", "train.tsv"]
+
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert [row["epoch"] for row in metrics] == [1, 2]
+    for row in metrics:
+        assert np.isfinite(row["loss"])
+        assert -100 <= row["dev_spearman"] <= 100 and -100 <= row["dev_pearson"] <= 100
+    csv_lines = (output / "metrics.csv").read_text().splitlines()
+    assert csv_lines[0].split(",")[:2] == ["epoch", "loss"] and len(csv_lines) == 3
+
+    results = json.loads((output / "results.json").read_text())
+    assert list(results) == ["dev_before_training", "dev", "test"]
+    assert results["dev"]["pairs"] == 24
+    # Dev after the last epoch is what the callback logged for that epoch.
+    assert results["dev"]["spearman"] == pytest.approx(metrics[-1]["dev_spearman"], abs=1e-3)
+
+    table = trained_run["result"].stdout
+    assert "spearman" in table and "dev_before_training" in table and "test" in table
+    assert (output / "training.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_saved_encoder_reloads_and_encodes(trained_run):
+    encoder = keras.saving.load_model(trained_run["output"] / "encoder.keras")
+    embeddings = encoder.encode(["The ferry leaves at noon.", "A fox was seen."])
+    assert embeddings.shape == (2, 16)
+    np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, rtol=1e-5)
+
+
+def test_config_records_the_exact_run(trained_run):
+    record = json.loads((trained_run["output"] / "config.json").read_text())
+    config = record["config"]
+    assert config["backend"] == keras.backend.backend()
+    assert config["epochs"] == 2 and config["batch_size"] == 8 and config["max_length"] == 16
+    assert config["train"] == str(trained_run["train"])
+    assert set(config["data_sha256"]) == {"train", "dev", "test"}
+    assert record["command"].startswith(f"keras-cosent --backend {keras.backend.backend()} train ")
+
+
+def test_the_recorded_command_repeats_the_run(cli, trained_run, tmp_path):
+    record = json.loads((trained_run["output"] / "config.json").read_text())
+    words = shlex.split(record["command"])[1:]
+    words[words.index("--output") + 1] = str(tmp_path / "again")
+    result = cli(*words)
+    assert result.exit_code == 0, result.output
+    again = json.loads((tmp_path / "again" / "config.json").read_text())
+    assert {**again["config"], "output": None} == {**record["config"], "output": None}
+    first = json.loads((trained_run["output"] / "metrics.json").read_text())
+    second = json.loads((tmp_path / "again" / "metrics.json").read_text())
+    np.testing.assert_allclose([r["loss"] for r in second], [r["loss"] for r in first], rtol=1e-3)
+
+
+def test_same_configuration_is_reused_and_a_different_one_refused(cli, trained_run):
+    output = trained_run["output"]
+    record = json.loads((output / "config.json").read_text())
+    before = {p.name: p.stat().st_mtime_ns for p in output.iterdir()}
+    result = cli(*shlex.split(record["command"])[1:])
+    assert result.exit_code == 0, result.output
+    assert "already holds this run" in result.stderr
+    assert "dev_before_training" in result.stdout
+    assert {p.name: p.stat().st_mtime_ns for p in output.iterdir()} == before
+
+    words = shlex.split(record["command"])[1:]
+    words[words.index("--epochs") + 1] = "1"
+    assert_one_line_error(cli(*words), str(output), "different run", "epochs")
+    assert {p.name: p.stat().st_mtime_ns for p in output.iterdir()} == before
+
+
+def test_simcse_trains_on_plain_sentences(cli, tiny_checkpoint, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(row[0] for row in demo_rows("train")[:12]) + "\n")
+    result = cli("train", "--recipe", "simcse-unsup", "--backbone", tiny_checkpoint,
+                 "--train", corpus, "--batch-size", 4, "--max-length", 16,
+                 "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
+    assert config["loss"] == "simcse" and config["temperature"] == 0.05
+    assert config["epochs"] == 1 and config["batch_size"] == 4
+    assert json.loads((tmp_path / "run" / "results.json").read_text()) == {}
+    assert "nothing evaluated" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", ["infonce", "angle", "cosine-mse", "sbert-softmax"])
+def test_every_loss_trains(cli, tiny_checkpoint, small_train, small_dev, tmp_path, loss):
+    result = cli("train", "--loss", loss, "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--dev", small_dev, "--epochs", 1, "--batch-size", 8, "--max-length", 16,
+                 "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run" / "encoder.keras").is_file()
+
+
+def test_file_in_the_wrong_format(cli, tmp_path):
+    data = tmp_path / "pairs.jsonl"
+    data.write_text('{"sentence1": "a", "sentence2": "b", "score": 1}\n')
+    result = cli("train", "--train", data, "--format", "pair-tsv", "--output", tmp_path / "run")
+    assert_one_line_error(result, "pairs.jsonl:1", "3 TAB-separated fields")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.jsonl"]
+
+
+def test_nonexistent_column(cli, tmp_path):
+    data = tmp_path / "pairs.csv"
+    data.write_text("left,right,score\nA cat.,A dog.,1.5\n")
+    result = cli("train", "--train", data, "--format", "csv", "--text-columns", "left,middle",
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "pairs.csv", "'middle' not found")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.csv"]
+
+
+def test_dev_file_without_scores(cli, small_train, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one\ntwo\n")
+    result = cli("train", "--train", small_train, "--dev", corpus, "--eval-format", "text-lines",
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "--dev", "text-lines")
+    assert not (tmp_path / "run").exists()
+
+
+def test_output_holding_other_files_is_refused(cli, small_train, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    result = cli("train", "--train", small_train, "--output", tmp_path / "mine", "--overwrite")
+    assert_one_line_error(result, "holds no keras-cosent run")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_infonce_without_positive_pairs(cli, tmp_path):
+    data = write_pair_tsv(tmp_path / "low.tsv", [("a b", "c d", 0.5), ("e f", "g h", 1.0)])
+    result = cli("train", "--loss", "infonce", "--train", data, "--output", tmp_path / "run")
+    assert_one_line_error(result, "low.tsv", "no pair is scored above 2.5")
