@@ -2,6 +2,7 @@
 
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.padding import pad_batch
+from keras_cosent.data.padding import padded_length
 from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.data.readers import READ_FORMATS
 from keras_cosent.data.readers import read_columns
@@ -10,3 +11,4 @@ from keras_cosent.data.readers import read_nli_jsonl
 from keras_cosent.data.readers import read_pair_tsv
 from keras_cosent.data.readers import read_sts_benchmark
 from keras_cosent.data.readers import read_text_lines
+from keras_cosent.data.pair_batches import PairBatches
