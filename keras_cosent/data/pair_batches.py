@@ -46,7 +46,9 @@ class PairBatches(keras.utils.PyDataset):
 
     `unique_texts=True` (for InfoNCE) guarantees no text occurs in two rows of
     one batch: rows are placed first-fit in shuffled order, and a row whose text
-    is already in the batch goes to a later batch. No row is ever dropped for
+    is already in the batch goes to a later batch (at the end, if only batches
+    holding its texts have room, it swaps places with a row of a full batch
+    that fits elsewhere). No row is ever dropped for
     this: the per-epoch counts are in `stats`, and a warning is emitted when
     the constraint forced anything unusual (an oversized batch, or a conflict
     that could not be avoided because a text occurs in more rows than there
@@ -272,9 +274,13 @@ class PairBatches(keras.utils.PyDataset):
         if self.drop_remainder:
             return batches
         for row, texts in leftovers:
-            # Every batch with room holds one of this row's texts: rather than drop
-            # the row, put it where no text clashes even if that batch is full.
+            stats["deferred"] += 1
+            # Every batch with room holds one of this row's texts. Rather than
+            # drop the row: swap it with a row of a clash-free full batch that
+            # fits a batch with room, else overfill a clash-free batch.
             free = [b for b in range(count) if seen[b].isdisjoint(texts)]
+            if self._swap_into(row, texts, free, batches, seen):
+                continue
             if free:
                 target = min(free, key=lambda b: len(batches[b]))
                 stats["oversized"] += len(batches[target]) >= size
@@ -283,8 +289,24 @@ class PairBatches(keras.utils.PyDataset):
                 stats["conflicts"] += 1
             batches[target].append(row)
             seen[target] |= texts
-            stats["deferred"] += 1
         return batches
+
+    def _swap_into(self, row, texts, free, batches, seen):
+        """Places `row` in a full clash-free batch by moving one of its rows out."""
+        size = self.batch_size
+        open_batches = [b for b in range(len(batches)) if len(batches[b]) < size]
+        for full in free:
+            for i, other in enumerate(batches[full]):
+                other_texts = set(self._text_ids[other].tolist())
+                for target in open_batches:
+                    if seen[target].isdisjoint(other_texts):
+                        batches[target].append(other)
+                        seen[target] |= other_texts
+                        seen[full] -= other_texts
+                        batches[full][i] = row
+                        seen[full] |= texts
+                        return True
+        return False
 
     def __len__(self):
         return self._num_batches
