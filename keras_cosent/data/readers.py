@@ -47,7 +47,7 @@ class _BadRows:
         if self.first is None:
             self.first = error
 
-    def finish(self, columns, labels=None, dropped=0):
+    def finish(self, columns, labels=None, dropped=0, empty="the file is empty"):
         """Builds the dataset, or fails clearly when no valid row is left."""
         if len(columns[0]) == 0:
             if self.count:
@@ -59,7 +59,7 @@ class _BadRows:
                 raise DataFormatError(
                     self.path, None, f"no usable rows: all {dropped} rows were dropped"
                 )
-            raise DataFormatError(self.path, None, "no rows: the file is empty")
+            raise DataFormatError(self.path, None, f"no rows: {empty}")
         if self.count:
             warnings.warn(
                 f"{self.path}: skipped {self.count} malformed row(s); first: {self.first}",
@@ -308,7 +308,8 @@ def read_columns(path, text_columns, label_column=None, format=None, on_bad_rows
         if label_column is not None:
             labels.append(label)
     labels = np.asarray(labels, dtype="float32") if label_column is not None else None
-    return bad.finish(columns, labels)
+    empty = "the file is empty" if format == "jsonl" else "no data rows (the file is empty or has only a header)"
+    return bad.finish(columns, labels, empty=empty)
 
 
 def _table_records(path, bad, wanted, delimiter):
