@@ -50,9 +50,9 @@ class PairBatches(keras.utils.PyDataset):
     holding its texts have room, it swaps places with a row of a full batch
     that fits elsewhere). No row is ever dropped for
     this: the per-epoch counts are in `stats`, and a warning is emitted when
-    the constraint forced anything unusual (an oversized batch, or a conflict
-    that could not be avoided because a text occurs in more rows than there
-    are batches).
+    the constraint forced anything unusual (an oversized batch, or a clash that
+    the greedy placement could not avoid, which happens when some texts occur
+    in about as many rows as there are batches).
 
     Args:
         dataset: a `keras_cosent.data.PairDataset`.
@@ -244,8 +244,9 @@ class PairBatches(keras.utils.PyDataset):
             warnings.warn(
                 f"PairBatches(unique_texts=True) on {self.dataset.source!r}, epoch {epoch}: "
                 f"{stats['oversized']} row(s) went into oversized batches, "
-                f"{stats['conflicts']} row(s) share a text with their batch (a text "
-                f"occurs in more rows than there are batches), {stats['dropped']} row(s) "
+                f"{stats['conflicts']} row(s) share a text with their batch (no batch "
+                f"was free of their texts: some texts occur in about as many rows as "
+                f"there are batches), {stats['dropped']} row(s) "
                 f"dropped (drop_remainder alone drops {natural_remainder}).",
                 stacklevel=3,
             )

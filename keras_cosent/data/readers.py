@@ -187,7 +187,7 @@ def read_pair_tsv(path, on_bad_rows="raise"):
     >>> import tempfile, pathlib
     >>> from keras_cosent.data import read_pair_tsv
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "pairs.data"
-    >>> _ = path.write_text("一架飞机要起飞了。\\t一架飞机正在起飞。\\t5\\n", encoding="utf-8")
+    >>> _ = path.write_text("飞机要起飞了。\\t飞机正在起飞。\\t5\\n", encoding="utf-8")
     >>> read_pair_tsv(path).labels.tolist()
     [5.0]
     """
@@ -308,7 +308,9 @@ def read_columns(path, text_columns, label_column=None, format=None, on_bad_rows
         if label_column is not None:
             labels.append(label)
     labels = np.asarray(labels, dtype="float32") if label_column is not None else None
-    empty = "the file is empty" if format == "jsonl" else "no data rows (the file is empty or has only a header)"
+    empty = "no data rows (the file is empty or has only a header)"
+    if format == "jsonl":
+        empty = "the file is empty"
     return bad.finish(columns, labels, empty=empty)
 
 
@@ -324,7 +326,9 @@ def _table_records(path, bad, wanted, delimiter):
             positions = [header.index(column) for column in wanted]
             continue
         if len(fields) < len(header):
-            bad.report(number, f"expected {len(header)} fields as in the header, found {len(fields)}")
+            bad.report(
+                number, f"expected {len(header)} fields as in the header, found {len(fields)}"
+            )
             continue
         yield number, [fields[i] for i in positions]
 
