@@ -260,7 +260,7 @@ def test_bad_inputs():
         PairBatches(make_dataset(10), tokenize, batch_size=4)[3]
 
 
-class _MeanEmbedding(keras.Model):
+class MeanEmbeddingModel(keras.Model):
     """Embedding + masked mean over tokens on (batch, columns, length) inputs."""
 
     def __init__(self):
@@ -277,7 +277,7 @@ def test_feeds_model_fit():
     ds = make_dataset(64)
     ds.labels = (ds.labels % 2).astype("float32")  # targets in {0, 1} for a cosine
     batches = PairBatches(ds, tokenize, batch_size=16, seed=0)
-    model = _MeanEmbedding()
+    model = MeanEmbeddingModel()
     model.compile(optimizer=keras.optimizers.Adam(0.05),
                   loss=lambda y, p: ops.mean(ops.square(y - pair_cosine(p))))
     history = model.fit(batches, epochs=3, verbose=0)
