@@ -20,8 +20,12 @@ OUT_DIR = pathlib.Path(__file__).resolve().parents[1] / "recipes" / "data"
 SEED = 20240611
 NUM_TRAIN = 320
 NUM_DEV = 80
+CORE_WEIGHT = 2.4
+# Contradicting the other sentence about the same event: 5 becomes 3.
+NEGATION_COST = 2.0
 
-# (topic, templates, {slot: (weight, [(wording, wording), ...])}). Each frame has
+# (topic, templates, negated templates, {slot: (weight, [(wording, wording), ...])}).
+# Each frame has
 # a core slot (2.4: what happens), a secondary one (1.0) and a minor detail
 # (0.3): changing the detail barely changes the meaning, changing the core does.
 # A pretrained encoder weighs every changed word about the same, so this is what
@@ -32,6 +36,10 @@ FRAMES = [
         "{vehicle} to {place} leaves at {time}.",
         "At {time}, {vehicle} departs for {place}.",
         "{vehicle} bound for {place} sets off at {time}.",
+    ], [
+        "{vehicle} to {place} does not leave at {time}.",
+        "At {time}, {vehicle} does not depart for {place}.",
+        "{vehicle} bound for {place} does not set off at {time}.",
     ], {
         "vehicle": (2.4, [("the night train", "the overnight train"),
                           ("the ferry", "the boat"),
@@ -39,13 +47,16 @@ FRAMES = [
         "place": (1.0, [("the harbour town", "the port town"),
                         ("the mountain village", "the village in the mountains"),
                         ("the old capital", "the former capital")]),
-        "time": (0.3, [("seven in the morning", "7 a.m."),
+        "time": (0.3, [("seven in the morning", "7 o'clock in the morning"),
                        ("half past nine", "9:30"),
                        ("midnight", "twelve at night")]),
     }),
     ("travel", [
         "{vehicle} was delayed by {duration} because of {cause}.",
         "Because of {cause}, {vehicle} arrived {duration} late.",
+    ], [
+        "{vehicle} was not delayed by {duration} because of {cause}.",
+        "Despite {cause}, {vehicle} did not arrive {duration} late.",
     ], {
         "vehicle": (1.0, [("our flight", "our plane"),
                           ("the morning bus", "the early bus"),
@@ -60,6 +71,9 @@ FRAMES = [
     ("travel", [
         "{guest} booked {room} for {nights}.",
         "{room} was reserved by {guest} for {nights}.",
+    ], [
+        "{guest} did not book {room} for {nights}.",
+        "{room} was not reserved by {guest} for {nights}.",
     ], {
         "guest": (1.0, [("my aunt", "my father's sister"),
                         ("the tour guide", "our guide"),
@@ -75,6 +89,10 @@ FRAMES = [
         "{cook} is baking {dish} for {occasion}.",
         "{cook} bakes {dish} for {occasion}.",
         "For {occasion}, {cook} is making {dish} in the oven.",
+    ], [
+        "{cook} is not baking {dish} for {occasion}.",
+        "{cook} does not bake {dish} for {occasion}.",
+        "For {occasion}, {cook} is not making {dish} in the oven.",
     ], {
         "cook": (1.0, [("my grandfather", "my grandpa"),
                        ("the chef", "the head cook"),
@@ -89,6 +107,9 @@ FRAMES = [
     ("food", [
         "{diner} ordered {meal} at {venue}.",
         "At {venue}, {diner} asked for {meal}.",
+    ], [
+        "{diner} did not order {meal} at {venue}.",
+        "At {venue}, {diner} did not ask for {meal}.",
     ], {
         "diner": (1.0, [("the tourists", "the visitors"),
                         ("my colleague", "a co-worker of mine"),
@@ -103,6 +124,9 @@ FRAMES = [
     ("food", [
         "{buyer} bought {amount} of {produce} at the market.",
         "At the market, {buyer} picked up {amount} of {produce}.",
+    ], [
+        "{buyer} did not buy {amount} of {produce} at the market.",
+        "At the market, {buyer} did not pick up {amount} of {produce}.",
     ], {
         "buyer": (1.0, [("my mother", "my mum"),
                         ("the baker", "the man who runs the bakery"),
@@ -118,6 +142,10 @@ FRAMES = [
         "{team} moved {meeting} to {day}.",
         "{meeting} was rescheduled to {day} by {team}.",
         "{team} postponed {meeting} until {day}.",
+    ], [
+        "{team} did not move {meeting} to {day}.",
+        "{meeting} was not rescheduled to {day} by {team}.",
+        "{team} did not postpone {meeting} until {day}.",
     ], {
         "team": (1.0, [("the design team", "the designers"),
                        ("the finance department", "the accounts department"),
@@ -132,6 +160,9 @@ FRAMES = [
     ("work", [
         "{company} is hiring {count} {role}.",
         "{company} wants to recruit {count} {role}.",
+    ], [
+        "{company} is not hiring {count} {role}.",
+        "{company} does not want to recruit {count} {role}.",
     ], {
         "company": (1.0, [("the bakery chain", "the chain of bakeries"),
                           ("a software firm", "a software company"),
@@ -146,6 +177,9 @@ FRAMES = [
     ("work", [
         "{sender} sent {doc} to {recipient} this morning.",
         "This morning {recipient} received {doc} from {sender}.",
+    ], [
+        "{sender} did not send {doc} to {recipient} this morning.",
+        "This morning {recipient} did not receive {doc} from {sender}.",
     ], {
         "sender": (1.0, [("the lawyer", "our attorney"),
                          ("the landlord", "the owner of the flat"),
@@ -160,6 +194,9 @@ FRAMES = [
     ("nature", [
         "{weather} is expected in {region} {when}.",
         "Forecasters predict {weather} for {region} {when}.",
+    ], [
+        "{weather} is not expected in {region} {when}.",
+        "Forecasters do not predict {weather} for {region} {when}.",
     ], {
         "weather": (2.4, [("heavy snow", "a lot of snow"),
                           ("strong wind", "gusty wind"),
@@ -174,6 +211,9 @@ FRAMES = [
     ("nature", [
         "{animal} was spotted {activity} near {place}.",
         "Near {place}, someone saw {animal} {activity}.",
+    ], [
+        "{animal} was not spotted {activity} near {place}.",
+        "Near {place}, nobody saw {animal} {activity}.",
     ], {
         "animal": (1.0, [("a fox", "a red fox"),
                          ("a young deer", "a fawn"),
@@ -189,6 +229,10 @@ FRAMES = [
         "{team} beat {opponent} {score}.",
         "{team} won {score} against {opponent}.",
         "{opponent} lost {score} to {team}.",
+    ], [
+        "{team} did not beat {opponent} {score}.",
+        "{team} did not win {score} against {opponent}.",
+        "{opponent} did not lose {score} to {team}.",
     ], {
         "team": (1.0, [("the home side", "the local team"),
                        ("our school team", "the team from our school"),
@@ -203,6 +247,9 @@ FRAMES = [
     ("sport", [
         "{person} is learning to play {instrument} {how}.",
         "{person} has begun to study {instrument} {how}.",
+    ], [
+        "{person} is not learning to play {instrument} {how}.",
+        "{person} has not begun to study {instrument} {how}.",
     ], {
         "person": (1.0, [("my nephew", "my brother's son"),
                          ("the retired teacher", "the teacher who retired"),
@@ -217,6 +264,9 @@ FRAMES = [
     ("sport", [
         "{runner} ran {distance} in {duration}.",
         "It took {runner} {duration} to run {distance}.",
+    ], [
+        "{runner} did not run {distance} in {duration}.",
+        "It did not take {runner} {duration} to run {distance}.",
     ], {
         "runner": (1.0, [("my cousin", "a cousin of mine"),
                          ("the coach", "our trainer"),
@@ -231,6 +281,9 @@ FRAMES = [
     ("home", [
         "{fixer} repaired {thing} {when}.",
         "{thing} was fixed by {fixer} {when}.",
+    ], [
+        "{fixer} did not repair {thing} {when}.",
+        "{thing} was not fixed by {fixer} {when}.",
     ], {
         "fixer": (1.0, [("the plumber", "the pipe fitter"),
                         ("my uncle", "my mother's brother"),
@@ -245,6 +298,9 @@ FRAMES = [
     ("home", [
         "{gardener} planted {plants} along {spot}.",
         "Along {spot}, {gardener} put in {plants}.",
+    ], [
+        "{gardener} did not plant {plants} along {spot}.",
+        "Along {spot}, {gardener} did not put in {plants}.",
     ], {
         "gardener": (1.0, [("my grandmother", "my grandma"),
                            ("the volunteers", "the volunteer group"),
@@ -259,32 +315,45 @@ FRAMES = [
 ]
 
 
-def _realise(frame, values, rng):
+def _realise(frame, values, rng, negated=False):
     """One sentence of `frame` with slot `values`, in a random template and wording."""
-    _, templates, slots = frame
+    _, templates, negations, slots = frame
     words = {name: rng.choice(slots[name][1][index]) for name, index in values.items()}
-    sentence = rng.choice(templates).format(**words)
+    sentence = rng.choice(negations if negated else templates).format(**words)
     return sentence[0].upper() + sentence[1:]
 
 
 def _random_values(frame, rng):
-    return {name: rng.randrange(len(options)) for name, (_, options) in frame[2].items()}
+    return {name: rng.randrange(len(options)) for name, (_, options) in frame[3].items()}
 
 
 def _same_frame_pair(frame, rng):
-    """Two sentences of one frame differing in a random number of slots."""
-    slots = frame[2]
+    """Two sentences of one frame differing in some slots, or in polarity."""
+    slots = frame[3]
     first = _random_values(frame, rng)
-    # Mostly one or two changed slots: the mid-range scores a ranking loss
-    # learns most from.
-    num_changed = rng.choices(range(len(slots) + 1), weights=[2, 4, 4, 1][: len(slots) + 1])[0]
-    changed = rng.sample(sorted(slots), num_changed)
+    polarity = rng.random()
+    negated = (polarity < 0.1, polarity < 0.1)
+    if polarity > 0.75:
+        # One side negated: a contradiction about the same event. A pretrained
+        # encoder barely notices the "not"; the scores say it matters.
+        negated = (False, True) if rng.random() < 0.5 else (True, False)
+        minor_slots = sorted(name for name in slots if slots[name][0] < CORE_WEIGHT)
+        changed = rng.sample(minor_slots, rng.randint(0, 1))
+    else:
+        # Mostly one or two changed slots: the mid-range scores a ranking
+        # loss learns most from.
+        weights = [2, 4, 4, 1][: len(slots) + 1]
+        num_changed = rng.choices(range(len(slots) + 1), weights=weights)[0]
+        changed = rng.sample(sorted(slots), num_changed)
     second = dict(first)
     for name in changed:
         options = len(slots[name][1])
         second[name] = (first[name] + rng.randrange(1, options)) % options
     score = 5.0 - sum(slots[name][0] for name in changed)
-    return _realise(frame, first, rng), _realise(frame, second, rng), score
+    if negated[0] != negated[1]:
+        score -= NEGATION_COST
+    return (_realise(frame, first, rng, negated[0]),
+            _realise(frame, second, rng, negated[1]), score)
 
 
 def make_pairs(count, rng):
