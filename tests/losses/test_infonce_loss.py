@@ -103,16 +103,16 @@ def test_identical_and_opposite_embeddings_have_finite_gradients(dtype):
     u[1] = u[0]  # two identical rows: identical anchors and positives
     tuples = np.stack([u, u, -u], axis=1).astype(dtype)
     groups = np.array([0, 0, 1, 2], "int32")
-    for symmetric, mask in ((False, False), (True, True)):
-        value, _ = helpers.assert_finite_value_and_grad(
-            lambda t: keras.ops.mean(
-                infonce_loss(groups, t, temperature=0.01, symmetric=symmetric,
-                             mask_false_negatives=mask)
-            ),
-            tuples,
-        )
-        expected = reference_infonce(groups, tuples.astype("float64"), 0.01, symmetric, mask)
-        np.testing.assert_allclose(value, expected.mean(), rtol=1e-3, atol=1e-3)
+    # The symmetric, masked path exercises every -inf branch at once.
+    value, _ = helpers.assert_finite_value_and_grad(
+        lambda t: keras.ops.mean(
+            infonce_loss(groups, t, temperature=0.01, symmetric=True,
+                         mask_false_negatives=True)
+        ),
+        tuples,
+    )
+    expected = reference_infonce(groups, tuples.astype("float64"), 0.01, True, True)
+    np.testing.assert_allclose(value, expected.mean(), rtol=1e-3, atol=1e-3)
 
 
 def test_float16_inputs_match_float32_reference():
