@@ -10,6 +10,7 @@ from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_positive_float
+from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.losses.cosent_loss import ranking_loss_from_similarity
 
 
@@ -39,8 +40,8 @@ def angle_similarity(y_pred):
             f"cosines alone are not enough. Received shape {shape}."
         )
     half = shape[2] // 2
-    x = ops.normalize(y_pred[:, 0, :], axis=-1, epsilon=1e-12)
-    y = ops.normalize(y_pred[:, 1, :], axis=-1, epsilon=1e-12)
+    x = l2_normalize(y_pred[:, 0, :])
+    y = l2_normalize(y_pred[:, 1, :])
     a, b = x[:, :half], x[:, half:]
     c, d = y[:, :half], y[:, half:]
     real = ops.sum(x * y, axis=-1)

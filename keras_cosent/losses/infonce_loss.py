@@ -10,6 +10,7 @@ from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_bool
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
+from keras_cosent.utils.similarity import l2_normalize
 
 
 def _check_tuples(y_pred):
@@ -43,7 +44,7 @@ def infonce_loss(
     _check_tuples(y_pred)
     batch = ops.shape(y_pred)[0]
     dim = ops.shape(y_pred)[-1]
-    embeddings = ops.normalize(y_pred, axis=-1, epsilon=1e-12)
+    embeddings = l2_normalize(y_pred)
     anchors = embeddings[:, 0, :]
     positives = embeddings[:, 1, :]
     # All positives first, then each hard-negative column: candidate c belongs

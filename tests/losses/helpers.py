@@ -25,7 +25,7 @@ def value_and_grad(fn, y_pred):
         x = torch.tensor(y_pred, requires_grad=True)
         value = fn(x)
         value.backward()
-        grad = x.grad
+        value, grad = value.detach(), x.grad
     else:
         raise NotImplementedError(backend)
     to_np = keras.ops.convert_to_numpy
