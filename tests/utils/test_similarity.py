@@ -38,7 +38,7 @@ def test_zero_vector_has_finite_value_and_gradient():
     x = np.zeros((2, 3), "float32")
     x[1] = [1.0, 2.0, 2.0]
     value, grad = assert_finite_value_and_grad(
-        lambda t: keras.ops.sum(l2_normalize(t) * np.array([1.0, 2.0, 3.0], "float32")), x
+        lambda t: keras.ops.sum(l2_normalize(t) * keras.ops.convert_to_tensor([1.0, 2.0, 3.0])), x
     )
     np.testing.assert_allclose(value, (1 + 4 + 6) / 3, rtol=1e-6)
 
