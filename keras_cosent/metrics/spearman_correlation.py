@@ -24,14 +24,28 @@ def _average_ranks(x, mask):
 
     Masked rows are sent to +inf so that they sort after every real value and do
     not shift its rank; their own ranks are meaningless and must stay masked.
-    In a sorted vector the run of values equal to v spans [left, right), so the
-    average 1-based rank of v is (left + 1 + right) / 2: O(n log n), no loops.
+    After sorting, a run of equal values is a group; group g spans sorted
+    positions [start_g, start_g+1), so each of its members gets the average
+    1-based rank (start_g + 1 + start_g+1) / 2. Group starts are found with a
+    second sort instead of `searchsorted`, which TensorFlow's XLA lowers to an
+    n-by-n comparison (64 GiB at the default capacity). O(n log n) overall.
     """
     keyed = ops.where(mask, x, float("inf"))
-    ordered = ops.sort(keyed)
-    left = ops.searchsorted(ordered, keyed, side="left")
-    right = ops.searchsorted(ordered, keyed, side="right")
-    return ops.cast(left + right + 1, "float32") / 2.0
+    n = ops.shape(keyed)[0]
+    order = ops.argsort(keyed)
+    ordered = ops.take(keyed, order)
+    position = ops.arange(n, dtype="int32")
+    is_start = ops.logical_or(
+        ops.equal(position, 0), ops.not_equal(ordered, ops.roll(ordered, 1))
+    )
+    group = ops.cumsum(ops.cast(is_start, "int32")) - 1
+    # Starts of the groups in order, padded with n: starts[g + 1] ends group g.
+    starts = ops.sort(ops.where(is_start, position, n))
+    ends = ops.where(ops.equal(position, n - 1), n, ops.roll(starts, -1))
+    rank_sorted = ops.cast(ops.take(starts, group) + ops.take(ends, group) + 1, "float32") / 2.0
+    # Back to the input order. scatter_update, not scatter: torch's `scatter`
+    # loops in Python and fails on the "meta" device Keras traces with.
+    return ops.scatter_update(ops.zeros_like(keyed), ops.expand_dims(order, -1), rank_sorted)
 
 
 def spearman_correlation(x, y, mask=None):
@@ -79,8 +93,8 @@ class SpearmanCorrelation(keras.metrics.Metric):
 
     Every batch is written into two float32 buffers of `capacity` rows (created
     once, so the metric works inside compiled train/test steps: `jax.jit`,
-    `tf.function`, torch) and `result()` ranks the rows seen so far with a sort
-    and two binary searches, O(capacity log capacity). Keras calls `result()`
+    `tf.function`, XLA, torch) and `result()` ranks the rows seen so far with
+    sorts, O(capacity log capacity). Keras calls `result()`
     after each step to update the logs, so a capacity far above the split size
     costs time: the default, 65536 rows (512 KiB of state), holds every common
     STS split (STS-B train has 5,749 pairs); pass a smaller one to save time.

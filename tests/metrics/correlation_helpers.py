@@ -25,11 +25,21 @@ def numpy_pair_cosine(embeddings):
     return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
 
 
+# XLA on TensorFlow and JAX (TensorFlow's "auto" would be a plain tf.function);
+# torch.compile also works but costs seconds per test.
+JIT_COMPILE = keras.backend.backend() != "torch"
+
+
 def pass_through_model(input_shape, metrics=None, weighted_metrics=None):
     """A model whose predictions are its inputs, so the test controls y_pred exactly."""
     model = keras.Sequential([keras.Input(shape=input_shape), keras.layers.Identity()])
     # TensorFlow and torch trainers refuse to evaluate without a loss.
-    model.compile(loss=_cosine_mse, metrics=metrics, weighted_metrics=weighted_metrics)
+    model.compile(
+        loss=_cosine_mse,
+        metrics=metrics,
+        weighted_metrics=weighted_metrics,
+        jit_compile=JIT_COMPILE,
+    )
     return model
 
 

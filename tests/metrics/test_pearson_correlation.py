@@ -11,6 +11,7 @@ import scipy.stats
 from keras_cosent.metrics import PearsonCorrelation
 from keras_cosent.metrics import SpearmanCorrelation
 from keras_cosent.metrics import pearson_correlation
+from tests.metrics.correlation_helpers import JIT_COMPILE
 from tests.metrics.correlation_helpers import noisy_pair_embeddings
 from tests.metrics.correlation_helpers import numpy_pair_cosine
 from tests.metrics.correlation_helpers import pass_through_model
@@ -120,6 +121,7 @@ def test_fit_step_reports_corpus_value():
     model.compile(
         optimizer=keras.optimizers.SGD(learning_rate=0.0),
         loss="mse",
+        jit_compile=JIT_COMPILE,
         metrics=[PearsonCorrelation()],
     )
     history = model.fit(x, y, batch_size=48, epochs=2, verbose=0)

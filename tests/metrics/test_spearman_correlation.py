@@ -10,6 +10,7 @@ import scipy.stats
 
 from keras_cosent.metrics import SpearmanCorrelation
 from keras_cosent.metrics import spearman_correlation
+from tests.metrics.correlation_helpers import JIT_COMPILE
 from tests.metrics.correlation_helpers import noisy_pair_embeddings
 from tests.metrics.correlation_helpers import numpy_pair_cosine
 from tests.metrics.correlation_helpers import pass_through_model
@@ -56,6 +57,7 @@ def test_function_mask_drops_rows():
 def test_function_degenerate_inputs_give_zero():
     assert float(spearman_correlation([1.0, 1.0, 1.0], [0.1, 0.2, 0.3])) == 0.0
     assert float(spearman_correlation([1.0], [0.5])) == 0.0
+    assert float(spearman_correlation([], [])) == 0.0
 
 
 def test_evaluate_matches_scipy_on_stsb_dev(stsb_dev_scores):
@@ -114,6 +116,7 @@ def test_fit_step_reports_corpus_value():
     model.compile(
         optimizer=keras.optimizers.SGD(learning_rate=0.0),
         loss="mse",
+        jit_compile=JIT_COMPILE,
         metrics=[SpearmanCorrelation(capacity=256)],
     )
     history = model.fit(x, y, batch_size=48, epochs=2, verbose=0)
