@@ -25,9 +25,6 @@ class Environment:
 
     def activate_backend(self):
         """Selects `self.backend` for Keras, refusing if Keras already runs another one."""
-        os.environ["KERAS_BACKEND"] = self.backend
-        # TensorFlow's C++ start-up chatter buries the results table otherwise.
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         keras = sys.modules.get("keras")
         if keras is not None:
             current = keras.backend.backend()
@@ -37,6 +34,9 @@ class Environment:
                     f"process, so --backend {self.backend} cannot take effect; run "
                     f"keras-cosent in a new process or pass --backend {current}."
                 )
+        os.environ["KERAS_BACKEND"] = self.backend
+        # TensorFlow's C++ start-up chatter buries the results table otherwise.
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
     def log(self, message="", **kwargs):
         """Prints a progress or result line on stdout."""

@@ -49,6 +49,11 @@ def read_scored_pairs(path, format, text_columns=("sentence1", "sentence2"),
         raise CliError(
             f"{option} {path}: evaluation needs 2 text columns, found {dataset.num_columns}"
         )
+    if np.all(dataset.labels == dataset.labels[0]):
+        raise CliError(
+            f"{option} {path}: every score is {dataset.labels[0]}, so no correlation "
+            "can be computed"
+        )
     return dataset
 
 

@@ -146,7 +146,9 @@ def train_encoder(config, directory, env):
     callbacks = []
     if dev is not None:
         results["dev_before_training"] = evaluate_sts(encoder, dev)
-        callbacks.append(SpearmanEvaluator(dev.pairs, dev.labels, name=DEV_NAME, encoder=encoder))
+        callbacks.append(
+            SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
+        )
     env.note(
         f"training {config['loss']} on {len(train)} rows ({train.source}): "
         f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"

@@ -20,7 +20,7 @@ from recipes.options import text_column_options
 @click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
               help="Format of DATA (pair-tsv: sentence1 TAB sentence2 TAB score).")
 @text_column_options
-@batch_size_option()
+@batch_size_option(default=64)
 @max_length_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, show_default="none",
               help="Also write the results to this JSON file.")
@@ -42,7 +42,7 @@ def evaluate(env, model, data, format, text_columns, label_column, batch_size, m
         data, format, parse_text_columns(text_columns), label_column, option="DATA"
     )
     encoder = load_encoder(model, max_length=max_length)
-    result = evaluate_sts(encoder, dataset, batch_size=batch_size, progress=True)
+    result = evaluate_sts(encoder, dataset, batch_size=batch_size)
     env.log(results_table({os.path.basename(data): result}))
     if json_path is not None:
         record = {"model": model, "data": os.path.abspath(data), "format": format, **result}

@@ -27,14 +27,14 @@ def export(env, model, base_dir, version, max_length, overwrite):
     sentences (similarity) and returns L2-normalised embeddings or cosines.
     Works from every backend (off TensorFlow, a TensorFlow subprocess writes it).
     """
-    env.activate_backend()
-    from keras_cosent.export import export_saved_model
-    from recipes.model_loading import encoder_or_saved_path
-
     target = os.path.join(base_dir, str(version)) if version is not None else None
     if target is not None and os.path.exists(target) and not overwrite:
         raise CliError(f"{target} already exists; pass --overwrite to replace it, "
                        "or leave out --version to write the next free version")
+    env.activate_backend()
+    from keras_cosent.export import export_saved_model
+    from recipes.model_loading import encoder_or_saved_path
+
     path = export_saved_model(
         encoder_or_saved_path(model), base_dir, version=version, max_length=max_length,
         overwrite=overwrite,

@@ -82,7 +82,7 @@ def small_dev(tmp_path):
     return write_pair_tsv(tmp_path / "dev.tsv", demo_rows("dev")[:24])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, tiny_checkpoint):
     """A finished `train` run of the tiny checkpoint: 16 pairs, 2 epochs, with dev and test."""
     root = tmp_path_factory.mktemp("trained")
