@@ -55,7 +55,11 @@ class KerasCosentGroup(click.Group):
         sys.exit(result if isinstance(result, int) else 0)
 
 
-@click.group("keras-cosent", cls=KerasCosentGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "keras-cosent",
+    cls=KerasCosentGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--backend",
     type=click.Choice(BACKENDS),

@@ -12,6 +12,7 @@ Imported lazily by the `train` command, after the Keras backend is chosen.
 
 import json
 import time
+import warnings
 
 import keras
 
@@ -154,7 +155,15 @@ def train_encoder(config, directory, env):
         f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
     )
     start = time.time()
-    history = model.fit(batches, epochs=config["epochs"], callbacks=callbacks, verbose=1)
+    with warnings.catch_warnings():
+        # BERT backbones carry a pooler ("pooled_dense") that sentence pooling
+        # does not use; Keras warns on every run that it gets no gradient. Any
+        # other variable without a gradient is still reported.
+        warnings.filterwarnings(
+            "ignore", message=r"Gradients do not exist for variables \['pooled_dense/\w+', "
+            r"'pooled_dense/\w+'\]"
+        )
+        history = model.fit(batches, epochs=config["epochs"], callbacks=callbacks, verbose=1)
     train_seconds = time.time() - start
 
     if dev is not None:

@@ -11,7 +11,8 @@ from recipes.context import pass_environment
     "check-serving", short_help="Audit an exported SavedModel for TF Serving."
 )
 @click.argument("export_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, show_default="none",
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              show_default="none",
               help="Also write the full audit to this JSON file.")
 @pass_environment
 def check_serving(env, export_dir, json_path):

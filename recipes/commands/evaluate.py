@@ -22,7 +22,8 @@ from recipes.options import text_column_options
 @text_column_options
 @batch_size_option(default=64)
 @max_length_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, show_default="none",
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              show_default="none",
               help="Also write the results to this JSON file.")
 @pass_environment
 def evaluate(env, model, data, format, text_columns, label_column, batch_size, max_length,

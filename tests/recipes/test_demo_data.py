@@ -25,7 +25,8 @@ def test_demo_splits_read_as_pair_tsv():
 
 def test_generator_reproduces_the_packaged_files(tmp_path):
     subprocess.run(
-        [sys.executable, str(REPO_ROOT / "scripts" / "make_demo_data.py"), "--out-dir", str(tmp_path)],
+        [sys.executable, str(REPO_ROOT / "scripts" / "make_demo_data.py"),
+         "--out-dir", str(tmp_path)],
         check=True, capture_output=True,
     )
     for name in ("demo-train.tsv", "demo-dev.tsv"):
