@@ -29,15 +29,17 @@ OUTPUT_EMBEDDINGS = "embeddings"
 OUTPUT_COSINE = "cosine"
 
 
-def _special_token_id(tokenizer, attr):
-    token_id = getattr(tokenizer, f"{attr}_id", None)
-    if token_id is None:
-        raise ValueError(
-            f"The encoder's tokenizer ({type(tokenizer).__name__}) has no "
-            f"`{attr}_id`; in-graph tokenisation needs a BERT-style tokenizer "
-            "with [CLS] and [SEP] tokens."
-        )
-    return int(token_id)
+def _special_token_id(tokenizer, *attrs):
+    # Same lookup order as SentenceEncoder.tokenize: BERT names, then generic.
+    for attr in attrs:
+        token_id = getattr(tokenizer, attr, None)
+        if token_id is not None:
+            return int(token_id)
+    raise ValueError(
+        f"The encoder's tokenizer ({type(tokenizer).__name__}) has none of "
+        f"{', '.join(attrs)}; in-graph tokenisation needs the ids of the tokens "
+        "that open and close a sentence ([CLS] and [SEP] for BERT)."
+    )
 
 
 def resolve_max_length(encoder, max_length=None):
@@ -81,8 +83,13 @@ def write_serving_saved_model(encoder, export_dir, max_length=None):
 
     max_length = resolve_max_length(encoder, max_length)
     tokenizer = encoder.tokenizer
-    cls_id = _special_token_id(tokenizer, "cls_token")
-    sep_id = _special_token_id(tokenizer, "sep_token")
+    if tokenizer is None:
+        raise ValueError(
+            "The encoder has no tokenizer, so the string signatures cannot be "
+            "built; create it with `SentenceEncoder.from_checkpoint` or pass one."
+        )
+    cls_id = _special_token_id(tokenizer, "cls_token_id", "start_token_id")
+    sep_id = _special_token_id(tokenizer, "sep_token_id", "end_token_id")
     pad_id = int(encoder.pad_id)
 
     def embed(token_ids, padding_mask, segment_ids):
@@ -121,6 +128,11 @@ def write_serving_saved_model(encoder, export_dir, max_length=None):
 
     def spec(shape, dtype, name):
         return tf.TensorSpec(shape, dtype, name=name)
+
+    if not encoder.built:
+        # A subclassed encoder that was never called has no variables yet.
+        dummy = tf.constant([[cls_id, sep_id]], tf.int32)
+        embed(dummy, tf.ones_like(dummy, tf.bool), tf.zeros_like(dummy))
 
     archive = keras.export.ExportArchive()
     archive.track(encoder)

@@ -6,12 +6,12 @@ output *tensor names* in `signature_def`, and feeds/fetches those tensors. This
 script does the same through `tf.compat.v1.saved_model.loader.load`, the Python
 face of that loader. It is run as a fresh subprocess by the tests:
 
-    python tf1_session_runner.py EXPORT_DIR REQUESTS_JSON RESULTS_JSON
+    python tf1_session_runner.py REQUESTS_JSON RESULTS_JSON
 
-REQUESTS_JSON: `[{"signature": name, "inputs": {input_key: nested list}}, ...]`.
-RESULTS_JSON receives `{"results": [{output_key: nested list}], "signatures":
-{name: {"inputs": {key: [tensor_name, dtype, shape]}, "outputs": {...}}},
-"keras_modules": [...]}`.
+REQUESTS_JSON: `[{"model": export_dir, "signature": name, "inputs": {input_key:
+nested list}}, ...]`. RESULTS_JSON receives `{"results": [{output_key: nested
+list}, ...], "signatures": {export_dir: {name: {"inputs": {key: [tensor_name,
+dtype, shape]}, "outputs": {...}}}}, "keras_modules": [...], "keras_in_sys_modules": bool}`.
 
 Keras (and everything built on it) is blocked before TensorFlow is imported:
 TensorFlow >= 2.16 eagerly imports an installed `keras` for `tf.keras`, and a
@@ -61,7 +61,23 @@ def _load_tensorflow_text_ops(tf):
         tf.load_op_library(path)
 
 
-def main(export_dir, requests_path, results_path):
+def _run(sess, sig, inputs, tf, np):
+    """Feeds and fetches by the tensor names in the SignatureDef, like TF Serving."""
+    feed = {}
+    for key, value in inputs.items():
+        info = sig.inputs[key]
+        dtype = tf.dtypes.as_dtype(info.dtype)
+        if dtype == tf.string:
+            value = np.array([v.encode("utf-8") for v in value], dtype=object)
+        else:
+            value = np.asarray(value, dtype=dtype.as_numpy_dtype)
+        feed[info.name] = value
+    keys = sorted(sig.outputs)
+    fetched = sess.run([sig.outputs[k].name for k in keys], feed_dict=feed)
+    return {k: np.asarray(v).tolist() for k, v in zip(keys, fetched)}
+
+
+def main(requests_path, results_path):
     import numpy as np
     import tensorflow as tf
 
@@ -70,32 +86,26 @@ def main(export_dir, requests_path, results_path):
     if any(r["signature"] != "encode_tokens" for r in requests):
         _load_tensorflow_text_ops(tf)
 
-    results = []
-    with tf.compat.v1.Session(graph=tf.Graph()) as sess:
-        meta_graph = tf.compat.v1.saved_model.loader.load(sess, ["serve"], export_dir)
-        signatures = {}
-        for name, sig in meta_graph.signature_def.items():
-            signatures[name] = {
-                side: {
-                    key: [info.name, _dtype_name(info.dtype), _shape(info.tensor_shape)]
-                    for key, info in getattr(sig, side).items()
+    results = [None] * len(requests)
+    signatures = {}
+    # One TF1 session per SavedModel, as a model server holds one per version.
+    for model_dir in dict.fromkeys(r["model"] for r in requests):
+        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+            meta_graph = tf.compat.v1.saved_model.loader.load(sess, ["serve"], model_dir)
+            signatures[model_dir] = {
+                name: {
+                    side: {
+                        key: [info.name, _dtype_name(info.dtype), _shape(info.tensor_shape)]
+                        for key, info in getattr(sig, side).items()
+                    }
+                    for side in ("inputs", "outputs")
                 }
-                for side in ("inputs", "outputs")
+                for name, sig in meta_graph.signature_def.items()
             }
-        for request in requests:
-            sig = meta_graph.signature_def[request["signature"]]
-            feed = {}
-            for key, value in request["inputs"].items():
-                info = sig.inputs[key]
-                dtype = tf.dtypes.as_dtype(info.dtype)
-                if dtype == tf.string:
-                    value = np.array([v.encode("utf-8") for v in value], dtype=object)
-                else:
-                    value = np.asarray(value, dtype=dtype.as_numpy_dtype)
-                feed[info.name] = value
-            keys = sorted(sig.outputs)
-            fetched = sess.run([sig.outputs[k].name for k in keys], feed_dict=feed)
-            results.append({k: np.asarray(v).tolist() for k, v in zip(keys, fetched)})
+            for index, request in enumerate(requests):
+                if request["model"] == model_dir:
+                    results[index] = _run(sess, meta_graph.signature_def[request["signature"]],
+                                          request["inputs"], tf, np)
 
     loaded = [m for m in sys.modules if m.split(".")[0] in _BLOCKED and sys.modules[m] is not None]
     for name in _BLOCKED:
@@ -105,11 +115,12 @@ def main(export_dir, requests_path, results_path):
             {
                 "results": results,
                 "signatures": signatures,
-                "keras_modules": loaded + [m for m in ("keras",) if m in sys.modules],
+                "keras_modules": loaded,
+                "keras_in_sys_modules": "keras" in sys.modules,
             },
             f,
         )
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:3])
