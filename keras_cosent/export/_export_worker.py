@@ -3,7 +3,7 @@
 `keras_cosent.export.export_saved_model` runs this with KERAS_BACKEND=tensorflow
 when the caller's backend is JAX or PyTorch:
 
-    python -m keras_cosent.export._export_worker --encoder x.keras --output DIR [--max-length N]
+    python -m keras_cosent.export._export_worker --encoder x.keras --output DIR [--max-length N] [--no-string-signatures]
 
 It exits non-zero with the error on stderr; the caller re-raises it.
 """
@@ -17,6 +17,11 @@ def main(argv=None):
     parser.add_argument("--encoder", required=True, help="the encoder's .keras file")
     parser.add_argument("--output", required=True, help="directory to write the SavedModel to")
     parser.add_argument("--max-length", type=int, default=None, help="truncation length")
+    parser.add_argument(
+        "--no-string-signatures",
+        action="store_true",
+        help="export encode_tokens only (core TensorFlow ops, no TensorFlow Text)",
+    )
     args = parser.parse_args(argv)
 
     import keras
@@ -30,7 +35,12 @@ def main(argv=None):
     from keras_cosent.export.serving_graph import write_serving_saved_model
 
     encoder = keras.saving.load_model(args.encoder)
-    write_serving_saved_model(encoder, args.output, max_length=args.max_length)
+    write_serving_saved_model(
+        encoder,
+        args.output,
+        max_length=args.max_length,
+        string_signatures=not args.no_string_signatures,
+    )
 
 
 if __name__ == "__main__":

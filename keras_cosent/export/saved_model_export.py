@@ -66,7 +66,7 @@ def _package_root():
     return os.path.dirname(os.path.dirname(os.path.abspath(keras_cosent.__file__)))
 
 
-def _export_in_subprocess(encoder_file, export_dir, max_length):
+def _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures=True):
     """Runs `_export_worker` under the TensorFlow backend; raises with its stderr."""
     env = dict(os.environ, KERAS_BACKEND="tensorflow")
     # The worker must import this same keras_cosent, even from a source checkout.
@@ -84,6 +84,8 @@ def _export_in_subprocess(encoder_file, export_dir, max_length):
     ]
     if max_length is not None:
         command += ["--max-length", str(max_length)]
+    if not string_signatures:
+        command.append("--no-string-signatures")
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-25:])
@@ -94,7 +96,7 @@ def _export_in_subprocess(encoder_file, export_dir, max_length):
         )
 
 
-def _write_export(encoder_or_path, export_dir, max_length):
+def _write_export(encoder_or_path, export_dir, max_length, string_signatures):
     is_path = isinstance(encoder_or_path, (str, os.PathLike))
     if keras.backend.backend() == "tensorflow":
         from keras_cosent.export.serving_graph import write_serving_saved_model
@@ -102,10 +104,14 @@ def _write_export(encoder_or_path, export_dir, max_length):
         encoder = encoder_or_path
         if is_path:
             encoder = keras.saving.load_model(_resolve_encoder_file(encoder_or_path))
-        write_serving_saved_model(encoder, export_dir, max_length=max_length)
+        write_serving_saved_model(
+            encoder, export_dir, max_length=max_length, string_signatures=string_signatures
+        )
         return
     if is_path:
-        _export_in_subprocess(_resolve_encoder_file(encoder_or_path), export_dir, max_length)
+        _export_in_subprocess(
+            _resolve_encoder_file(encoder_or_path), export_dir, max_length, string_signatures
+        )
         return
     # Validate here so that a bad `max_length` fails before the slow subprocess.
     from keras_cosent.export.serving_graph import resolve_max_length
@@ -114,10 +120,17 @@ def _write_export(encoder_or_path, export_dir, max_length):
     with tempfile.TemporaryDirectory(prefix="keras-cosent-export-") as scratch:
         encoder_file = os.path.join(scratch, ENCODER_FILENAME)
         encoder_or_path.save(encoder_file)
-        _export_in_subprocess(encoder_file, export_dir, max_length)
+        _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures)
 
 
-def export_saved_model(encoder_or_path, base_dir, version=None, max_length=None, overwrite=False):
+def export_saved_model(
+    encoder_or_path,
+    base_dir,
+    version=None,
+    max_length=None,
+    overwrite=False,
+    string_signatures=True,
+):
     """Exports a sentence encoder as `<base_dir>/<version>/` for TF Serving.
 
     The SavedModel has three signatures (see `README_EXPORT.md`):
@@ -142,6 +155,11 @@ def export_saved_model(encoder_or_path, base_dir, version=None, max_length=None,
             training length. Batches are padded to their longest sentence only.
         overwrite: replace an existing `<base_dir>/<version>`; otherwise an
             existing version raises `FileExistsError`.
+        string_signatures: include the signatures that tokenise in the graph
+            (`serving_default` on sentences, `similarity`), which need
+            TensorFlow Text ops in the server. `False` writes a core-ops-only
+            model whose `serving_default` is `encode_tokens`, for servers built
+            without (or with too old a) TensorFlow Text.
 
     Returns:
         The path of the written version directory, as a string.
@@ -176,7 +194,7 @@ def export_saved_model(encoder_or_path, base_dir, version=None, max_length=None,
     try:
         # tf.saved_model.save wants to create the directory's contents itself.
         export_dir = os.path.join(staging, "saved_model")
-        _write_export(encoder_or_path, export_dir, max_length)
+        _write_export(encoder_or_path, export_dir, max_length, string_signatures)
         if os.path.exists(final_dir):
             if not overwrite:  # another writer got there while we exported
                 raise FileExistsError(

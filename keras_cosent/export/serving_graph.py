@@ -60,7 +60,7 @@ def resolve_max_length(encoder, max_length=None):
     return value
 
 
-def write_serving_saved_model(encoder, export_dir, max_length=None):
+def write_serving_saved_model(encoder, export_dir, max_length=None, string_signatures=True):
     """Writes the serving SavedModel of `encoder` into `export_dir` (TF backend only).
 
     Args:
@@ -69,6 +69,9 @@ def write_serving_saved_model(encoder, export_dir, max_length=None):
         export_dir: a new or empty directory.
         max_length: sequence length to truncate to; `None` keeps
             `encoder.max_length`.
+        string_signatures: include `serving_default` (sentences) and
+            `similarity`, which need TensorFlow Text ops. With `False` the
+            model has core ops only: `encode_tokens`, also as `serving_default`.
 
     Returns:
         The `max_length` the signatures truncate to.
@@ -83,14 +86,15 @@ def write_serving_saved_model(encoder, export_dir, max_length=None):
 
     max_length = resolve_max_length(encoder, max_length)
     tokenizer = encoder.tokenizer
-    if tokenizer is None:
+    if tokenizer is None and string_signatures:
         raise ValueError(
             "The encoder has no tokenizer, so the string signatures cannot be "
             "built; create it with `SentenceEncoder.from_checkpoint` or pass one."
         )
-    cls_id = _special_token_id(tokenizer, "cls_token_id", "start_token_id")
-    sep_id = _special_token_id(tokenizer, "sep_token_id", "end_token_id")
-    pad_id = int(encoder.pad_id)
+    if string_signatures:
+        cls_id = _special_token_id(tokenizer, "cls_token_id", "start_token_id")
+        sep_id = _special_token_id(tokenizer, "sep_token_id", "end_token_id")
+        pad_id = int(encoder.pad_id)
 
     def embed(token_ids, padding_mask, segment_ids):
         inputs = {
@@ -131,32 +135,24 @@ def write_serving_saved_model(encoder, export_dir, max_length=None):
 
     if not encoder.built:
         # A subclassed encoder that was never called has no variables yet.
-        dummy = tf.constant([[cls_id, sep_id]], tf.int32)
+        dummy = tf.ones([1, 2], tf.int32)
         embed(dummy, tf.ones_like(dummy, tf.bool), tf.zeros_like(dummy))
 
     archive = keras.export.ExportArchive()
     archive.track(encoder)
-    archive.add_endpoint(
-        SIGNATURE_SENTENCES,
-        serve_sentences,
-        input_signature=[spec([None], tf.string, "sentences")],
-    )
-    archive.add_endpoint(
-        SIGNATURE_TOKENS,
-        serve_tokens,
-        input_signature=[
-            spec([None, None], tf.int32, "token_ids"),
-            spec([None, None], tf.int32, "padding_mask"),
-            spec([None, None], tf.int32, "segment_ids"),
-        ],
-    )
-    archive.add_endpoint(
-        SIGNATURE_SIMILARITY,
-        serve_similarity,
-        input_signature=[
-            spec([None], tf.string, "sentences1"),
-            spec([None], tf.string, "sentences2"),
-        ],
-    )
+    sentence_spec = [spec([None], tf.string, "sentences")]
+    token_specs = [
+        spec([None, None], tf.int32, "token_ids"),
+        spec([None, None], tf.int32, "padding_mask"),
+        spec([None, None], tf.int32, "segment_ids"),
+    ]
+    pair_specs = [spec([None], tf.string, "sentences1"), spec([None], tf.string, "sentences2")]
+    if string_signatures:
+        archive.add_endpoint(SIGNATURE_SENTENCES, serve_sentences, input_signature=sentence_spec)
+        archive.add_endpoint(SIGNATURE_TOKENS, serve_tokens, input_signature=token_specs)
+        archive.add_endpoint(SIGNATURE_SIMILARITY, serve_similarity, input_signature=pair_specs)
+    else:
+        # The first endpoint doubles as serving_default (ExportArchive's rule).
+        archive.add_endpoint(SIGNATURE_TOKENS, serve_tokens, input_signature=token_specs)
     archive.write_out(str(export_dir), verbose=False)
     return max_length

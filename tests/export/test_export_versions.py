@@ -19,8 +19,8 @@ from keras_cosent.export import saved_model_export
 def stub_writer(monkeypatch):
     calls = []
 
-    def write(encoder_or_path, export_dir, max_length):
-        calls.append((encoder_or_path, export_dir, max_length))
+    def write(encoder_or_path, export_dir, max_length, string_signatures):
+        calls.append((encoder_or_path, export_dir, max_length, string_signatures))
         # The writer runs while the final directory does not exist yet.
         assert os.path.basename(os.path.dirname(export_dir)).startswith(".tmp-export-")
         os.makedirs(os.path.join(export_dir, "variables"))
@@ -61,7 +61,7 @@ def test_explicit_version_and_overwrite(tmp_path, stub_writer):
 
 
 def test_failed_export_leaves_nothing_behind(tmp_path, monkeypatch):
-    def broken(encoder_or_path, export_dir, max_length):
+    def broken(encoder_or_path, export_dir, max_length, string_signatures):
         os.makedirs(export_dir)
         raise RuntimeError("tracing failed")
 

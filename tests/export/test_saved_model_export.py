@@ -68,6 +68,9 @@ def served(tiny_checkpoint, tmp_path_factory):
     os.makedirs(run_dir)
     encoder.save(os.path.join(run_dir, "encoder.keras"))
     v2 = keras_cosent.export.export_saved_model(run_dir, base, max_length=OVERRIDE_LENGTH)
+    core = keras_cosent.export.export_saved_model(
+        encoder, os.path.join(tmp, "models", "core"), string_signatures=False
+    )
 
     tokens = encoder.preprocess(SENTENCES)
     columnar = _columnar_request(encoder.preprocess(ROW_REQUEST["instances"]))
@@ -77,6 +80,11 @@ def served(tiny_checkpoint, tmp_path_factory):
         {"model": v1, "signature": "similarity",
          "inputs": {"sentences1": PAIRS[0], "sentences2": PAIRS[1]}},
         {"model": v2, "signature": "serving_default", "inputs": {"sentences": SENTENCES}},
+        # Before TF Text's ops are registered, like a server built without them:
+        {"model": core, "signature": "serving_default", "tf_text": False,
+         "inputs": _columnar_request(tokens)["inputs"]},
+        {"model": v1, "signature": "encode_tokens", "tf_text": False,
+         "inputs": _columnar_request(tokens)["inputs"]},
     ]  # fmt: skip
     # The REST bodies go through TF Serving's JSON -> signature input mapping.
     signature_inputs = {"serving_default": ["sentences"],
@@ -99,9 +107,12 @@ def served(tiny_checkpoint, tmp_path_factory):
         "tokens_out": np.asarray(results[1]["embeddings"]),
         "cosine": np.asarray(results[2]["cosine"]),
         "override": np.asarray(results[3]["embeddings"]),
+        "core": core,
+        "core_out": results[4],
+        "full_without_text": results[5],
         "rest": [
-            (ROW_REQUEST, signature_outputs_to_response(ROW_REQUEST, results[4])),
-            (columnar, signature_outputs_to_response(columnar, results[5])),
+            (ROW_REQUEST, signature_outputs_to_response(ROW_REQUEST, results[6])),
+            (columnar, signature_outputs_to_response(columnar, results[7])),
         ],
     }
 
@@ -239,6 +250,25 @@ def test_op_audit(served):
     assert "core TensorFlow ops only" in rendered
     assert "NOT core TensorFlow: CaseFoldUTF8 (tensorflow_text)" in rendered
     assert "needs >= 2.7" in rendered and "Op type not registered" in rendered
+
+
+def test_core_only_export_serves_without_tensorflow_text(served):
+    # The full export cannot even be loaded by a server without TF Text ops...
+    error = served["full_without_text"]["load_error"]
+    assert "Op type not registered" in error
+    # ...while string_signatures=False gives encode_tokens as serving_default.
+    expected = np.asarray(served["encoder"](served["tokens"]))
+    np.testing.assert_allclose(served["core_out"]["embeddings"], expected, atol=1e-5)
+    signatures = served["out"]["signatures"][served["core"]]
+    def specs(name):  # dtype and shape; tensor names differ per signature
+        return {k: v[1:] for k, v in signatures[name]["inputs"].items()}
+
+    assert specs("serving_default") == specs("encode_tokens")
+    report = keras_cosent.export.audit_saved_model(served["core"])
+    assert set(report["signatures"]) == {"serving_default", "encode_tokens"}
+    assert all(info["core_only"] for info in report["signatures"].values())
+    assert report["tensorflow_text"]["minimum_version"] is None
+    assert "TensorFlow Text: not needed." in keras_cosent.export.format_audit(report)
 
 
 def test_audit_of_a_directory_without_saved_model_names_it(tmp_path):

@@ -9,7 +9,7 @@ face of that loader. It is run as a fresh subprocess by the tests:
     python tf1_session_runner.py REQUESTS_JSON RESULTS_JSON
 
 REQUESTS_JSON: `[{"model": export_dir, "signature": name, "inputs": {input_key:
-nested list}}, ...]`. RESULTS_JSON receives `{"results": [{output_key: nested
+nested list}, "tf_text": bool (default true: the model needs TF Text ops)}, ...]`. RESULTS_JSON receives `{"results": [{output_key: nested
 list}, ...], "signatures": {export_dir: {name: {"inputs": {key: [tensor_name,
 dtype, shape]}, "outputs": {...}}}}, "keras_modules": [...], "keras_in_sys_modules": bool}`.
 
@@ -42,6 +42,9 @@ def _shape(proto):
     return [d.size for d in proto.dim]
 
 
+_TEXT_LOADED = []
+
+
 def _load_tensorflow_text_ops(tf):
     """Registers TensorFlow Text's kernels without its Python package.
 
@@ -53,6 +56,9 @@ def _load_tensorflow_text_ops(tf):
     import importlib.util
     import os
 
+    if _TEXT_LOADED:
+        return
+    _TEXT_LOADED.append(True)
     spec = importlib.util.find_spec("tensorflow_text")
     if spec is None:
         raise ImportError("tensorflow_text is needed to run the string signatures")
@@ -83,15 +89,26 @@ def main(requests_path, results_path):
 
     with open(requests_path) as f:
         requests = json.load(f)
-    if any(r["signature"] != "encode_tokens" for r in requests):
-        _load_tensorflow_text_ops(tf)
 
     results = [None] * len(requests)
     signatures = {}
-    # One TF1 session per SavedModel, as a model server holds one per version.
-    for model_dir in dict.fromkeys(r["model"] for r in requests):
+    # Requests that declare `"tf_text": false` run before TF Text's ops are
+    # registered: a model that loads then would load in a server without them.
+    groups = sorted({(r["model"], bool(r.get("tf_text", True))) for r in requests},
+                    key=lambda group: group[1])
+    for model_dir, with_text in groups:
+        if with_text:
+            _load_tensorflow_text_ops(tf)
+        # One TF1 session per SavedModel, as a model server holds one per version.
         with tf.compat.v1.Session(graph=tf.Graph()) as sess:
-            meta_graph = tf.compat.v1.saved_model.loader.load(sess, ["serve"], model_dir)
+            mine = [i for i, r in enumerate(requests)
+                    if (r["model"], bool(r.get("tf_text", True))) == (model_dir, with_text)]
+            try:
+                meta_graph = tf.compat.v1.saved_model.loader.load(sess, ["serve"], model_dir)
+            except Exception as error:  # reported, for the tests that expect it
+                for index in mine:
+                    results[index] = {"load_error": f"{type(error).__name__}: {error}"}
+                continue
             signatures[model_dir] = {
                 name: {
                     side: {
@@ -102,10 +119,10 @@ def main(requests_path, results_path):
                 }
                 for name, sig in meta_graph.signature_def.items()
             }
-            for index, request in enumerate(requests):
-                if request["model"] == model_dir:
-                    results[index] = _run(sess, meta_graph.signature_def[request["signature"]],
-                                          request["inputs"], tf, np)
+            for index in mine:
+                request = requests[index]
+                results[index] = _run(sess, meta_graph.signature_def[request["signature"]],
+                                      request["inputs"], tf, np)
 
     loaded = [m for m in sys.modules if m.split(".")[0] in _BLOCKED and sys.modules[m] is not None]
     for name in _BLOCKED:
