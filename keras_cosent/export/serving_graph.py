@@ -124,9 +124,15 @@ def write_serving_saved_model(encoder, export_dir, max_length=None, string_signa
         return {OUTPUT_EMBEDDINGS: embed(token_ids, mask, segment_ids)}
 
     def serve_similarity(sentences1, sentences2):
+        check = tf.debugging.assert_equal(
+            tf.shape(sentences1), tf.shape(sentences2),
+            message="`sentences1` and `sentences2` should have the same length",
+        )  # fmt: skip
+        with tf.control_dependencies([check]):
+            both = tf.concat([sentences1, sentences2], 0)
         # One backbone pass over both columns; masked pooling makes the extra
         # padding of the shorter column harmless.
-        embeddings = embed(*tokenize(tf.concat([sentences1, sentences2], 0)))
+        embeddings = embed(*tokenize(both))
         first, second = tf.split(embeddings, 2, axis=0)
         return {OUTPUT_COSINE: tf.reduce_sum(first * second, axis=-1)}
 
