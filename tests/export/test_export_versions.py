@@ -106,13 +106,33 @@ def test_encoder_path_resolution(tmp_path):
 
 
 def test_worker_errors_are_passed_through(tmp_path):
-    broken = tmp_path / "broken.keras"
-    broken.write_text("not a zip archive")
+    # A real worker process that fails (on its arguments, to stay fast: no
+    # TensorFlow import); its exit code and stderr must reach the caller.
+    encoder_file = str(tmp_path / "encoder.keras")
     with pytest.raises(RuntimeError) as info:
-        saved_model_export._export_in_subprocess(str(broken), str(tmp_path / "out"), None)
+        saved_model_export._export_in_subprocess(encoder_file, str(tmp_path / "out"), "twelve")
     message = str(info.value)
-    assert str(broken) in message and "TensorFlow backend failed" in message
-    assert "Worker output" in message and len(message.splitlines()) > 3
+    assert encoder_file in message and "TensorFlow backend failed" in message
+    assert "exit code 2" in message and "invalid int value: 'twelve'" in message
+
+
+def test_worker_command_carries_every_option(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_run(command, env, **kwargs):
+        seen.update(command=command, env=env)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(saved_model_export.subprocess, "run", fake_run)
+    saved_model_export._export_in_subprocess("/m/encoder.keras", "/out", 6, False)
+    command = seen["command"]
+    assert command[1:3] == ["-m", "keras_cosent.export._export_worker"]
+    assert command[3:] == ["--encoder", "/m/encoder.keras", "--output", "/out",
+                           "--max-length", "6", "--no-string-signatures"]  # fmt: skip
+    assert seen["env"]["KERAS_BACKEND"] == "tensorflow"
+    # The worker imports the same keras_cosent as the caller, even from a checkout.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(saved_model_export.__file__)))
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == os.path.dirname(root)
 
 
 def test_importing_export_does_not_need_tensorflow():

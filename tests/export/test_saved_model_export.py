@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -58,74 +59,86 @@ def _truncated_reference(encoder, texts, max_length):
     return np.asarray(encoder(pad_batch(ids, pad_id=encoder.pad_id)))
 
 
+# Off TensorFlow every export is a `KERAS_BACKEND=tensorflow` subprocess (tens
+# of seconds on a busy CPU), so there only the encoder-object export runs; the
+# path + `max_length` and core-only exports, cheap in-process, run under the
+# TensorFlow backend. Their worker flags are checked in test_export_versions.py.
+IN_PROCESS = keras.backend.backend() == "tensorflow"
+needs_in_process = pytest.mark.skipif(
+    not IN_PROCESS, reason="extra exports run under the TensorFlow backend only (in-process)"
+)
+
+
 @pytest.fixture(scope="module")
 def served(tiny_checkpoint, tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp("served"))
     base = os.path.join(tmp, "models", "tiny")
     encoder = build_encoder(tiny_checkpoint, MAX_LENGTH)
+    tokens = encoder.preprocess(SENTENCES)
+    token_inputs = _columnar_request(tokens)["inputs"]
 
     v1 = keras_cosent.export.export_saved_model(encoder, base)
-    run_dir = os.path.join(tmp, "run")
-    os.makedirs(run_dir)
-    encoder.save(os.path.join(run_dir, "encoder.keras"))
-    v2 = keras_cosent.export.export_saved_model(run_dir, base, max_length=OVERRIDE_LENGTH)
-    core = keras_cosent.export.export_saved_model(
-        encoder, os.path.join(tmp, "models", "core"), string_signatures=False
-    )
+    requests = {
+        "sentences": {"model": v1, "signature": "serving_default",
+                      "inputs": {"sentences": SENTENCES}},
+        "tokens": {"model": v1, "signature": "encode_tokens", "inputs": token_inputs},
+        "similarity": {"model": v1, "signature": "similarity",
+                       "inputs": {"sentences1": PAIRS[0], "sentences2": PAIRS[1]}},
+        # Loaded before TF Text's ops are registered, like a server without them.
+        "full_without_text": {"model": v1, "signature": "encode_tokens", "tf_text": False,
+                              "inputs": token_inputs},
+    }  # fmt: skip
+    result = {"encoder": encoder, "base": base, "v1": v1, "tokens": tokens}
+    if IN_PROCESS:
+        run_dir = os.path.join(tmp, "run")
+        os.makedirs(run_dir)
+        encoder.save(os.path.join(run_dir, "encoder.keras"))
+        result["v2"] = keras_cosent.export.export_saved_model(
+            run_dir, base, max_length=OVERRIDE_LENGTH
+        )
+        result["core"] = keras_cosent.export.export_saved_model(
+            encoder, os.path.join(tmp, "models", "core"), string_signatures=False
+        )
+        requests["override"] = {"model": result["v2"], "signature": "serving_default",
+                                "inputs": {"sentences": SENTENCES}}
+        requests["core"] = {"model": result["core"], "signature": "serving_default",
+                            "tf_text": False, "inputs": token_inputs}  # fmt: skip
 
-    tokens = encoder.preprocess(SENTENCES)
+    # The documented REST bodies, through TF Serving's JSON -> signature mapping.
     columnar = _columnar_request(encoder.preprocess(ROW_REQUEST["instances"]))
-    requests = [
-        {"model": v1, "signature": "serving_default", "inputs": {"sentences": SENTENCES}},
-        {"model": v1, "signature": "encode_tokens", "inputs": _columnar_request(tokens)["inputs"]},
-        {"model": v1, "signature": "similarity",
-         "inputs": {"sentences1": PAIRS[0], "sentences2": PAIRS[1]}},
-        {"model": v2, "signature": "serving_default", "inputs": {"sentences": SENTENCES}},
-        # Before TF Text's ops are registered, like a server built without them:
-        {"model": core, "signature": "serving_default", "tf_text": False,
-         "inputs": _columnar_request(tokens)["inputs"]},
-        {"model": v1, "signature": "encode_tokens", "tf_text": False,
-         "inputs": _columnar_request(tokens)["inputs"]},
-    ]  # fmt: skip
-    # The REST bodies go through TF Serving's JSON -> signature input mapping.
     signature_inputs = {"serving_default": ["sentences"],
                         "encode_tokens": ["padding_mask", "segment_ids", "token_ids"]}
-    for body in (ROW_REQUEST, columnar):
+    for key, body in (("rest_row", ROW_REQUEST), ("rest_columnar", columnar)):
         name, inputs = request_to_signature_inputs(
             body, signature_inputs[body.get("signature_name", "serving_default")]
         )
-        requests.append({"model": v1, "signature": name, "inputs": inputs})
-    out = run_tf1_session(requests, tmp)
-    results = out["results"]
-    return {
-        "encoder": encoder,
-        "base": base,
-        "v1": v1,
-        "v2": v2,
-        "tokens": tokens,
-        "out": out,
-        "sentences": np.asarray(results[0]["embeddings"]),
-        "tokens_out": np.asarray(results[1]["embeddings"]),
-        "cosine": np.asarray(results[2]["cosine"]),
-        "override": np.asarray(results[3]["embeddings"]),
-        "core": core,
-        "core_out": results[4],
-        "full_without_text": results[5],
-        "rest": [
-            (ROW_REQUEST, signature_outputs_to_response(ROW_REQUEST, results[6])),
-            (columnar, signature_outputs_to_response(columnar, results[7])),
+        requests[key] = {"model": v1, "signature": name, "inputs": inputs}
+
+    keys = list(requests)
+    out = run_tf1_session([requests[k] for k in keys], tmp)
+    results = dict(zip(keys, out["results"]))
+    result.update(
+        out=out,
+        results=results,
+        sentences=np.asarray(results["sentences"]["embeddings"]),
+        rest=[
+            (ROW_REQUEST, signature_outputs_to_response(ROW_REQUEST, results["rest_row"])),
+            (columnar, signature_outputs_to_response(columnar, results["rest_columnar"])),
         ],
-    }
+    )
+    return result
 
 
 def test_versions_are_numbered_directories(served):
+    versions = ["1", "2"] if IN_PROCESS else ["1"]
     assert served["v1"] == os.path.join(served["base"], "1")
-    assert served["v2"] == os.path.join(served["base"], "2")
-    for version in (served["v1"], served["v2"]):
-        assert os.path.isfile(os.path.join(version, "saved_model.pb"))
-        assert os.path.isdir(os.path.join(version, "variables"))
+    if IN_PROCESS:
+        assert served["v2"] == os.path.join(served["base"], "2")
+    for version in versions:
+        assert os.path.isfile(os.path.join(served["base"], version, "saved_model.pb"))
+        assert os.path.isdir(os.path.join(served["base"], version, "variables"))
     # The staging directories are gone: TF Serving only ever sees whole versions.
-    assert sorted(os.listdir(served["base"])) == ["1", "2"]
+    assert sorted(os.listdir(served["base"])) == versions
 
 
 def test_serving_process_never_imports_keras(served):
@@ -144,7 +157,7 @@ def test_string_signature_matches_the_keras_encoder(served):
 
 def test_encode_tokens_signature_matches_the_keras_encoder(served):
     expected = np.asarray(served["encoder"](served["tokens"]))
-    np.testing.assert_allclose(served["tokens_out"], expected, atol=1e-5)
+    np.testing.assert_allclose(served["results"]["tokens"]["embeddings"], expected, atol=1e-5)
 
 
 def test_similarity_signature_is_the_cosine_of_the_embeddings(served):
@@ -153,17 +166,20 @@ def test_similarity_signature_is_the_cosine_of_the_embeddings(served):
     expected = np.sum(first * second, axis=-1) / (
         np.linalg.norm(first, axis=-1) * np.linalg.norm(second, axis=-1)
     )
-    np.testing.assert_allclose(served["cosine"], expected, atol=1e-5)
-    assert served["cosine"][0] > 0.999  # same words, different case and spacing
+    cosine = np.asarray(served["results"]["similarity"]["cosine"])
+    np.testing.assert_allclose(cosine, expected, atol=1e-5)
+    assert cosine[0] > 0.999  # same words, different case and spacing
 
 
+@needs_in_process
 def test_max_length_override_truncates_in_the_graph(served):
+    override = np.asarray(served["results"]["override"]["embeddings"])
     expected = _truncated_reference(served["encoder"], SENTENCES, OVERRIDE_LENGTH)
-    np.testing.assert_allclose(served["override"], expected, atol=1e-5)
+    np.testing.assert_allclose(override, expected, atol=1e-5)
     # Sentences that fit in OVERRIDE_LENGTH tokens are unchanged, longer ones differ.
     fits = [len(t) <= OVERRIDE_LENGTH for t in served["encoder"].tokenize(SENTENCES)]
     assert any(fits) and not all(fits)
-    diff = np.abs(served["override"] - served["sentences"]).max(axis=-1)
+    diff = np.abs(override - served["sentences"]).max(axis=-1)
     assert np.all(diff[fits] < 1e-5) and np.all(diff[~np.asarray(fits)] > 1e-3)
 
 
@@ -253,13 +269,17 @@ def test_op_audit(served):
     assert "needs >= 2.7" in rendered and "Op type not registered" in rendered
 
 
-def test_core_only_export_serves_without_tensorflow_text(served):
-    # The full export cannot even be loaded by a server without TF Text ops...
-    error = served["full_without_text"]["load_error"]
+def test_full_export_needs_tensorflow_text_ops_to_load(served):
+    # Even its core-only encode_tokens is unreachable: the whole model is refused.
+    error = served["results"]["full_without_text"]["load_error"]
     assert "Op type not registered" in error
-    # ...while string_signatures=False gives encode_tokens as serving_default.
+
+
+@needs_in_process
+def test_core_only_export_serves_without_tensorflow_text(served):
+    # string_signatures=False: encode_tokens, also as serving_default.
     expected = np.asarray(served["encoder"](served["tokens"]))
-    np.testing.assert_allclose(served["core_out"]["embeddings"], expected, atol=1e-5)
+    np.testing.assert_allclose(served["results"]["core"]["embeddings"], expected, atol=1e-5)
     signatures = served["out"]["signatures"][served["core"]]
     def specs(name):  # dtype and shape; tensor names differ per signature
         return {k: v[1:] for k, v in signatures[name]["inputs"].items()}
@@ -278,9 +298,10 @@ def test_audit_of_a_directory_without_saved_model_names_it(tmp_path):
 
 
 def test_existing_version_is_never_overwritten_silently(served):
+    before = sorted(os.listdir(served["base"]))
     with pytest.raises(FileExistsError, match=os.path.join(served["base"], "1")):
         keras_cosent.export.export_saved_model(served["encoder"], served["base"], version=1)
-    assert sorted(os.listdir(served["base"])) == ["1", "2"]
+    assert sorted(os.listdir(served["base"])) == before
 
 
 def test_bad_max_length_fails_before_exporting(served, tmp_path):
