@@ -86,12 +86,13 @@ def write_serving_saved_model(encoder, export_dir, max_length=None, string_signa
 
     max_length = resolve_max_length(encoder, max_length)
     tokenizer = encoder.tokenizer
-    if tokenizer is None and string_signatures:
-        raise ValueError(
-            "The encoder has no tokenizer, so the string signatures cannot be "
-            "built; create it with `SentenceEncoder.from_checkpoint` or pass one."
-        )
     if string_signatures:
+        if tokenizer is None:
+            raise ValueError(
+                "The encoder has no tokenizer, so the string signatures cannot be "
+                "built; create it with `SentenceEncoder.from_checkpoint`, or pass "
+                "`string_signatures=False` to export `encode_tokens` only."
+            )
         cls_id = _special_token_id(tokenizer, "cls_token_id", "start_token_id")
         sep_id = _special_token_id(tokenizer, "sep_token_id", "end_token_id")
         pad_id = int(encoder.pad_id)
