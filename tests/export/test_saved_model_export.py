@@ -50,13 +50,17 @@ def _columnar_request(batch):
     }
 
 
+def _forward(encoder, batch):
+    return keras.ops.convert_to_numpy(encoder(batch, training=False))
+
+
 def _truncated_reference(encoder, texts, max_length):
     """Embeddings of `texts` cut to `max_length` tokens, via the Keras forward pass."""
     ids = [
         t if len(t) <= max_length else np.concatenate([t[: max_length - 1], t[-1:]])
         for t in encoder.tokenize(texts)
     ]
-    return np.asarray(encoder(pad_batch(ids, pad_id=encoder.pad_id)))
+    return _forward(encoder, pad_batch(ids, pad_id=encoder.pad_id))
 
 
 # Off TensorFlow every export is a `KERAS_BACKEND=tensorflow` subprocess (tens
@@ -156,7 +160,7 @@ def test_string_signature_matches_the_keras_encoder(served):
 
 
 def test_encode_tokens_signature_matches_the_keras_encoder(served):
-    expected = np.asarray(served["encoder"](served["tokens"]))
+    expected = _forward(served["encoder"], served["tokens"])
     np.testing.assert_allclose(served["results"]["tokens"]["embeddings"], expected, atol=1e-5)
 
 
@@ -278,7 +282,7 @@ def test_full_export_needs_tensorflow_text_ops_to_load(served):
 @needs_in_process
 def test_core_only_export_serves_without_tensorflow_text(served):
     # string_signatures=False: encode_tokens, also as serving_default.
-    expected = np.asarray(served["encoder"](served["tokens"]))
+    expected = _forward(served["encoder"], served["tokens"])
     np.testing.assert_allclose(served["results"]["core"]["embeddings"], expected, atol=1e-5)
     signatures = served["out"]["signatures"][served["core"]]
     def specs(name):  # dtype and shape; tensor names differ per signature
