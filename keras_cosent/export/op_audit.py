@@ -250,7 +250,8 @@ def format_audit(report):
             "  Stock tensorflow_model_server links TensorFlow Text ops at one pinned "
             f"version ({text['tf_serving_bundles']} in the TF Serving source checked); a server "
             "whose bundled tf-text predates an op fails to load the model with "
-            "\"Op type not registered\". Use the encode_tokens signature there."
+            "\"Op type not registered\" (every signature, since the whole graph is "
+            "refused); for such servers export with `string_signatures=False`."
         )
     else:
         lines.append("TensorFlow Text: not needed.")
