@@ -7,3 +7,4 @@ packaged all-MiniLM-L6-v2 folder.
 
 from keras_cosent.models.checkpoints import default_checkpoint
 from keras_cosent.models.sentence_encoder import SentenceEncoder
+from keras_cosent.models.siamese_encoder import SiameseEncoder

@@ -111,9 +111,10 @@ class SentenceEncoder(keras.Model):
             checkpoints.set_exact_gelu(backbone)
 
         # === Layers ===
-        self.backbone = backbone
-        self.pooling_layer = get_pooling(pooling, name="pooling")
-        self.normalization = L2Normalization(name="l2_normalization")
+        # Locals first: the torch backend forbids setting sublayers before
+        # `keras.Model.__init__`; they are attached after the functional build.
+        pooling_layer = get_pooling(pooling, name="pooling")
+        normalization = L2Normalization(name="l2_normalization")
 
         # === Functional Model ===
         backbone_keys = list(backbone.input.keys())
@@ -143,17 +144,20 @@ class SentenceEncoder(keras.Model):
                 name="first_last_features",
             )
             first, last = features(backbone_inputs)
-            pooled = self.pooling_layer([first, last], inputs["padding_mask"])
+            pooled = pooling_layer([first, last], inputs["padding_mask"])
         else:
             sequence_output = _sequence_output(backbone(backbone_inputs))
-            pooled = self.pooling_layer(sequence_output, inputs["padding_mask"])
-        outputs = self.normalization(pooled)
+            pooled = pooling_layer(sequence_output, inputs["padding_mask"])
+        outputs = normalization(pooled)
         if "segment_ids" not in backbone_keys:
             inputs.pop("segment_ids")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        # Set after the functional build: an unbuilt tokenizer layer would make
-        # Keras warn that the model has unbuilt state. Tracked, so its
-        # vocabulary is saved as an asset of the `.keras` file.
+        self.backbone = backbone
+        self.pooling_layer = pooling_layer
+        self.normalization = normalization
+        # Tracked, so its vocabulary is saved as an asset of the `.keras` file.
+        # (Set after the functional build: an unbuilt tokenizer layer would
+        # make Keras warn that the model has unbuilt state.)
         self.tokenizer = tokenizer
 
         # === Config ===
