@@ -94,7 +94,9 @@ class SentenceEncoder(keras.Model):
             raise ValueError(
                 f"Unknown `pooling`={pooling!r}. Expected one of {sorted(POOLING_LAYERS)}."
             )
-        if not isinstance(max_length, int) or max_length < 3:
+        if isinstance(max_length, np.integer):
+            max_length = int(max_length)
+        if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 3:
             raise ValueError(
                 "`max_length` should be an int >= 3 ([CLS], one token, [SEP]). "
                 f"Received: `max_length`={max_length!r}"
@@ -175,11 +177,9 @@ class SentenceEncoder(keras.Model):
     def call(self, inputs, training=None, mask=None):
         if isinstance(inputs, dict):
             # Callers always send segment_ids; backbones without them drop it.
-            inputs = {k: v for k, v in inputs.items() if k in self._input_keys()}
+            keys = [t.name for t in self.inputs]
+            inputs = {k: v for k, v in inputs.items() if k in keys}
         return super().call(inputs, training=training, mask=mask)
-
-    def _input_keys(self):
-        return [t.name for t in self.inputs]
 
     # === Host-side text utilities ===
 
@@ -242,7 +242,9 @@ class SentenceEncoder(keras.Model):
         Returns:
             float32 numpy array of shape `(len(texts), dim)`, unit-norm rows.
         """
-        if not isinstance(batch_size, int) or batch_size < 1:
+        if isinstance(batch_size, np.integer):
+            batch_size = int(batch_size)
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(
                 f"`batch_size` should be a positive int. Received: `batch_size`={batch_size!r}"
             )

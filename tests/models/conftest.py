@@ -33,8 +33,9 @@ def make_tiny_encoder(pooling="mean", max_length=16, exact_gelu=False, num_layer
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def tiny_encoder():
+    """Shared by the tests of a module that do not change it (one compile on jax)."""
     return make_tiny_encoder()
 
 

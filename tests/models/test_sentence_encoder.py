@@ -57,36 +57,43 @@ REFERENCES = {
 }
 
 
+@pytest.fixture(scope="module")
+def batch(tiny_encoder):
+    return tiny_encoder.preprocess(TEXTS)
+
+
+@pytest.fixture(scope="module")
+def sequence_output(tiny_encoder, batch):
+    return _sequence_output(tiny_encoder, batch)
+
+
 @pytest.mark.parametrize("pooling", sorted(REFERENCES))
-def test_call_matches_reference(pooling):
-    encoder = make_tiny_encoder(pooling=pooling)
-    x = encoder.preprocess(TEXTS)
-    out = encoder(x)
+def test_call_matches_reference(tiny_encoder, batch, sequence_output, pooling):
+    # The same backbone under each pooling head.
+    encoder = SentenceEncoder(tiny_encoder.backbone, tiny_encoder.tokenizer, pooling=pooling, max_length=16)
+    out = encoder(batch)
     assert keras.backend.standardize_dtype(out.dtype) == "float32"
     assert tuple(out.shape) == (len(TEXTS), 16)
-    expected = _normalize(REFERENCES[pooling](_sequence_output(encoder, x), x["padding_mask"]))
+    expected = _normalize(REFERENCES[pooling](sequence_output, batch["padding_mask"]))
     np.testing.assert_allclose(_numpy(out), expected, atol=1e-5)
 
 
-def test_first_last_average_uses_first_transformer_layer():
-    encoder = make_tiny_encoder(pooling="first_last_avg", num_layers=3)
-    x = encoder.preprocess(TEXTS)
-    backbone = encoder.backbone
+def test_first_last_average_uses_first_transformer_layer(tiny_encoder, batch, sequence_output):
+    backbone = tiny_encoder.backbone
+    encoder = SentenceEncoder(backbone, tiny_encoder.tokenizer, pooling="first_last_avg", max_length=16)
     first_model = keras.Model(backbone.input, backbone.transformer_layers[0].output)
-    first = _numpy(first_model(x)).astype("float64")
-    last = _sequence_output(encoder, x)
-    expected = _normalize(_ref_mean((first + last) / 2, x["padding_mask"]))
-    np.testing.assert_allclose(_numpy(encoder(x)), expected, atol=1e-5)
+    first = _numpy(first_model(batch)).astype("float64")
+    expected = _normalize(_ref_mean((first + sequence_output) / 2, batch["padding_mask"]))
+    np.testing.assert_allclose(_numpy(encoder(batch)), expected, atol=1e-5)
     # one copy of the weights, shared by the two views of the backbone
     assert len(encoder.weights) == len(backbone.weights)
 
 
-def test_padding_does_not_change_embeddings(tiny_encoder):
-    ids = tiny_encoder.tokenize(["the cat sat"])
-    short = pad_batch(ids, pad_to_multiple_of=8)
-    long = pad_batch(ids, pad_to_multiple_of=24)
+def test_padding_does_not_change_embeddings(tiny_encoder, batch):
+    longer = pad_batch(tiny_encoder.tokenize(TEXTS), pad_to_multiple_of=24)
+    assert longer["token_ids"].shape[1] > batch["token_ids"].shape[1]
     np.testing.assert_allclose(
-        _numpy(tiny_encoder(short)), _numpy(tiny_encoder(long)), atol=1e-5
+        _numpy(tiny_encoder(batch)), _numpy(tiny_encoder(longer)), atol=1e-5
     )
 
 
@@ -123,11 +130,11 @@ def test_preprocess_pads_to_batch_length(tiny_encoder):
     assert x["token_ids"].shape == (1, 16)  # capped at max_length
 
 
-def test_encode_restores_order_and_matches_call(tiny_encoder):
+def test_encode_restores_order_and_matches_call(tiny_encoder, batch):
     out = tiny_encoder.encode(TEXTS, batch_size=3)
     assert out.dtype == np.float32 and out.shape == (len(TEXTS), 16)
-    one_by_one = np.concatenate([_numpy(tiny_encoder(tiny_encoder.preprocess([t]))) for t in TEXTS])
-    np.testing.assert_allclose(out, one_by_one, atol=1e-5)
+    # batch rows are in input order; encode sorted them by length internally
+    np.testing.assert_allclose(out, _numpy(tiny_encoder(batch)), atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
     np.testing.assert_allclose(tiny_encoder.encode(TEXTS, batch_size=100), out, atol=1e-5)
 
@@ -212,6 +219,7 @@ def _feedforward_matches(backbone, gelu):
 
 
 def test_exact_gelu_changes_the_backbone_and_survives_saving(tmp_path):
+    # Own backbones: exact_gelu=True changes the backbone it is given.
     approx = make_tiny_encoder(exact_gelu=False)
     assert _feedforward_matches(approx.backbone, _tanh_gelu) and not _feedforward_matches(approx.backbone, _exact_gelu)
     exact = make_tiny_encoder(exact_gelu=True)

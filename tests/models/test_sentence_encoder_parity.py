@@ -60,7 +60,8 @@ def _hidden_states(encoder, ref):
         "padding_mask": ref["mask"],
         "segment_ids": np.zeros_like(ref["input_ids"], dtype="int32"),
     }
-    out = encoder.backbone(x)["sequence_output"]
+    # Compiled forward: eager jax would compile each op for each new shape.
+    out = encoder.backbone.predict_on_batch(x)["sequence_output"]
     return keras.ops.convert_to_numpy(out)
 
 
@@ -110,10 +111,13 @@ def test_without_exact_gelu_the_difference_is_larger(encoder, hf_reference):
     try:
         for layer in layers:
             layer._feedforward_intermediate_dense.activation = tanh_gelu
+        # a fresh compiled predict function sees the swapped activation
+        encoder.backbone.predict_function = None
         diff = np.abs(_hidden_states(encoder, hf_reference) - hf_reference["hidden"])
         diff = diff[hf_reference["mask"]].max()
     finally:
         checkpoints.set_exact_gelu(encoder.backbone)
+        encoder.backbone.predict_function = None
     print(f"[{keras.backend.backend()}] max |hidden - transformers| with tanh GELU = {diff:.2e}")
     assert diff > 10 * TOL
     # and the fix is back
@@ -136,4 +140,5 @@ def test_save_and_reload_keeps_exact_gelu_and_embeddings(encoder, tmp_path):
     for layer in checkpoints.transformer_encoder_layers(restored.backbone):
         assert layer._feedforward_intermediate_dense.activation is keras.activations.gelu
     assert restored.tokenizer.strip_accents is True
-    np.testing.assert_array_equal(restored.encode(SENTENCES), encoder.encode(SENTENCES))
+    # identical up to float32 rounding (TensorFlow's graph may fuse ops differently)
+    np.testing.assert_allclose(restored.encode(SENTENCES), encoder.encode(SENTENCES), atol=1e-6)

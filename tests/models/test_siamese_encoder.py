@@ -25,9 +25,14 @@ def _batch(encoder, rows):
     return {k: v.reshape(len(rows), columns, -1) for k, v in flat.items()}
 
 
+@pytest.fixture(scope="module")
+def tiny_encoder():
+    return make_tiny_encoder()
+
+
 @pytest.mark.parametrize("columns", [2, 3])
-def test_matches_encoder_per_column(columns):
-    encoder = make_tiny_encoder()
+def test_matches_encoder_per_column(tiny_encoder, columns):
+    encoder = tiny_encoder
     model = SiameseEncoder(encoder)
     rows = [row[:columns] for row in PAIRS]
     x = _batch(encoder, rows)
@@ -39,14 +44,14 @@ def test_matches_encoder_per_column(columns):
     assert model.encoder is encoder
 
 
-def test_rejects_flat_inputs():
-    encoder = make_tiny_encoder()
+def test_rejects_flat_inputs(tiny_encoder):
+    encoder = tiny_encoder
     with pytest.raises(ValueError, match=r"\(batch, columns, seq\)"):
         SiameseEncoder(encoder)(encoder.preprocess(["a cat"]))
 
 
-def test_save_and_load(tmp_path):
-    encoder = make_tiny_encoder()
+def test_save_and_load(tmp_path, tiny_encoder):
+    encoder = tiny_encoder
     model = SiameseEncoder(encoder)
     x = _batch(encoder, PAIRS)
     expected = ops.convert_to_numpy(model(x))
@@ -76,12 +81,11 @@ def cosent_loss(y_true, y_pred):
 
 
 def test_fit_step_lowers_cosent_loss():
-    encoder = make_tiny_encoder()
+    encoder = make_tiny_encoder(num_layers=1)
     model = SiameseEncoder(encoder)
     x = _batch(encoder, [row[:2] for row in PAIRS])
     y = np.array([5.0, 3.0, 4.0, 1.0], dtype="float32")
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=cosent_loss)
-    before = model.evaluate(x, y, batch_size=4, verbose=0)
-    model.fit(x, y, batch_size=4, epochs=5, verbose=0)
-    after = model.evaluate(x, y, batch_size=4, verbose=0)
-    assert np.isfinite(after) and after < before
+    # One batch per epoch, no dropout: epoch 1's loss is the loss before any update.
+    losses = model.fit(x, y, batch_size=4, epochs=5, verbose=0).history["loss"]
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
