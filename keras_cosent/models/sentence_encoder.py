@@ -44,7 +44,8 @@ class SentenceEncoder(keras.Model):
         exact_gelu: bool. If True, the backbone's feed-forward GELU is switched
             to the exact erf form used by `transformers` (keras-hub's BERT uses
             the tanh approximation). Stored in the config and re-applied on
-            reload. `from_checkpoint` sets it from the checkpoint's `hidden_act`.
+            reload; False leaves the backbone as it is. `from_checkpoint` sets
+            it from the checkpoint's `hidden_act`.
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
     Call arguments:
