@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.utils.similarity import l2_normalize
 
 
 @keras_cosent_export
@@ -46,7 +47,7 @@ class L2Normalization(keras.layers.Layer):
 
     def call(self, inputs):
         x = ops.cast(inputs, "float32")
-        return ops.normalize(x, axis=self.axis, order=2, epsilon=self.epsilon)
+        return l2_normalize(x, axis=self.axis, epsilon=self.epsilon)
 
     def compute_output_shape(self, input_shape):
         return input_shape
