@@ -1,1 +1,3 @@
-"""keras_cosent.callbacks."""
+"""Training callbacks: corpus-level STS evaluation after every epoch."""
+
+from keras_cosent.callbacks.spearman_evaluator import SpearmanEvaluator

@@ -1,1 +1,14 @@
-"""keras_cosent.data."""
+"""keras_cosent.data: readers for STS, NLI and text corpora, and padded pair batches."""
+
+from keras_cosent.data.data_format_error import DataFormatError
+from keras_cosent.data.padding import pad_batch
+from keras_cosent.data.padding import padded_length
+from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.data.readers import READ_FORMATS
+from keras_cosent.data.readers import read_columns
+from keras_cosent.data.readers import read_dataset
+from keras_cosent.data.readers import read_nli_jsonl
+from keras_cosent.data.readers import read_pair_tsv
+from keras_cosent.data.readers import read_sts_benchmark
+from keras_cosent.data.readers import read_text_lines
+from keras_cosent.data.pair_batches import PairBatches

@@ -9,6 +9,19 @@ go through `pad_batch`, so the two can never disagree on layout.
 import numpy as np
 
 
+def padded_length(longest, pad_to_multiple_of=8, max_length=None):
+    """The length `pad_batch` pads a batch whose longest sequence is `longest` to.
+
+    Exposed so that callers can count padding (e.g. `PairBatches.padding_ratio`)
+    without building the arrays, and can never disagree with `pad_batch`.
+    """
+    multiple = max(int(pad_to_multiple_of or 1), 1)
+    length = -(-max(int(longest), 1) // multiple) * multiple
+    if max_length is not None:
+        length = min(length, max_length)
+    return length
+
+
 def pad_batch(token_id_lists, pad_id=0, pad_to_multiple_of=8, max_length=None):
     """Pads a list of token-id sequences into BERT-style input arrays.
 
@@ -40,10 +53,7 @@ def pad_batch(token_id_lists, pad_id=0, pad_to_multiple_of=8, max_length=None):
             f"A sequence of {longest} tokens exceeds `max_length`={max_length}; "
             "truncate while tokenising."
         )
-    multiple = max(int(pad_to_multiple_of or 1), 1)
-    length = -(-max(longest, 1) // multiple) * multiple
-    if max_length is not None:
-        length = min(length, max_length)
+    length = padded_length(longest, pad_to_multiple_of, max_length)
     token_ids = np.full((len(token_id_lists), length), pad_id, dtype="int32")
     for row, ids in enumerate(token_id_lists):
         token_ids[row, : len(ids)] = ids

@@ -1,3 +1,4 @@
 """Small helpers shared across losses, metrics and models."""
 
+from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import pair_cosine

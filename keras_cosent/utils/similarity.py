@@ -10,6 +10,26 @@ import keras
 from keras import ops
 
 
+def l2_normalize(x, axis=-1, epsilon=1e-12):
+    """Scales `x` to unit L2 norm along `axis`, with finite gradients everywhere.
+
+    `keras.ops.normalize` clips the inverse norm after taking it, so an all-zero
+    vector yields `inf * 0`: NaN gradients on JAX and PyTorch. Clipping the
+    squared norm before `rsqrt` keeps value and gradient finite (a zero vector
+    stays zero).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_cosent.utils import l2_normalize
+    >>> np.asarray(l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))).round(2).tolist()
+    [[0.6, 0.8], [0.0, 0.0]]
+    """
+    x = ops.convert_to_tensor(x)
+    squared = ops.sum(ops.square(x), axis=axis, keepdims=True)
+    return x * ops.rsqrt(ops.maximum(squared, ops.cast(epsilon, x.dtype)))
+
+
 def pair_cosine(y_pred):
     """Returns the cosine of each pair as a float32 tensor of shape `(batch,)`.
 
@@ -38,8 +58,8 @@ def pair_cosine(y_pred):
                 "Pair embeddings need at least 2 columns (anchor, other); "
                 f"received `y_pred` of shape {tuple(y_pred.shape)}."
             )
-        a = ops.normalize(y_pred[:, 0, :], axis=-1, epsilon=1e-12)
-        b = ops.normalize(y_pred[:, 1, :], axis=-1, epsilon=1e-12)
+        a = l2_normalize(y_pred[:, 0, :])
+        b = l2_normalize(y_pred[:, 1, :])
         return ops.sum(a * b, axis=-1)
     raise ValueError(
         "Expected `y_pred` of shape (batch,) with one cosine per pair, or "

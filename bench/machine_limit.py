@@ -1,0 +1,108 @@
+"""How close can a 2-core CPU get? Peak matmul rate vs the model's FLOPs per pair.
+
+Measures the float32 matrix-multiply rate of NumPy and of each framework on this
+machine (the ceiling for a transformer, whose work is almost all matmuls), counts
+the FLOPs of one CoSENT training pair and one encoded sentence of the packaged
+all-MiniLM-L6-v2 at the STS-B train set's real padded lengths, and, given a
+bench/speed.py JSON, reports the fraction of the ceiling each stack reaches.
+
+    .venv/bin/python bench/machine_limit.py --speed-json bench/results/speed.json
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _rate(fn, n, repeats=10):
+    fn()  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return 2 * n**3 * repeats / (time.perf_counter() - t0)
+
+
+def matmul_rates(n=1024):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    rates = {"numpy": _rate(lambda: a @ b, n)}
+    import torch
+
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    rates["torch"] = _rate(lambda: ta @ tb, n)
+    import jax
+    import jax.numpy as jnp
+
+    ja, jb = jnp.asarray(a), jnp.asarray(b)
+    mm = jax.jit(lambda x, y: x @ y)
+    rates["jax"] = _rate(lambda: mm(ja, jb).block_until_ready(), n)
+    import tensorflow as tf
+
+    fa, fb = tf.constant(a), tf.constant(b)
+    rates["tensorflow"] = _rate(lambda: tf.linalg.matmul(fa, fb).numpy(), n)
+    return rates
+
+
+def forward_flops(tokens, layers=6, hidden=384, intermediate=1536):
+    """Multiply-add FLOPs (x2) of one BERT forward over one sequence of `tokens`."""
+    per_layer = 2 * tokens * (4 * hidden * hidden + 2 * hidden * intermediate)
+    per_layer += 2 * 2 * tokens * tokens * hidden  # QK^T and attention x V
+    return layers * per_layer
+
+
+def padded_lengths(batch_size=16, max_length=64, limit=None):
+    """Padded length of each sentence as the training batches pad it (own longest, x8)."""
+    from keras_hub.models import BertTokenizer
+
+    from bench.common import minilm_path, read_sts_pairs
+
+    s1, s2, _ = read_sts_pairs("train", limit=limit)
+    tok = BertTokenizer.from_preset(minilm_path())
+    lengths = []
+    for side in (s1, s2):
+        n = [min(len(ids) + 2, max_length) for ids in tok(side)]
+        for start in range(0, len(n), batch_size):
+            chunk = n[start : start + batch_size]
+            padded = min(-(-max(chunk) // 8) * 8, max_length)
+            lengths.extend([padded] * len(chunk))
+    return np.array(lengths)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--speed-json", default=None)
+    p.add_argument("--pairs", type=int, default=512)
+    args = p.parse_args()
+    rates = matmul_rates()
+    peak = max(rates.values())
+    for k, v in rates.items():
+        print(f"matmul float32 1024^3 {k:<11} {v / 1e9:7.1f} GFLOP/s")
+    lens = padded_lengths(limit=args.pairs)
+    fwd = np.mean([forward_flops(t) for t in lens])
+    train_pair = 2 * 3 * fwd  # two sentences; backward ~ 2x forward
+    print(f"mean padded length {lens.mean():.1f} tokens; forward {fwd / 1e9:.2f} GFLOP/sentence; "
+          f"train {train_pair / 1e9:.2f} GFLOP/pair")
+    print(f"ceiling at {peak / 1e9:.0f} GFLOP/s: {peak / train_pair:.1f} train pairs/s, "
+          f"{peak / fwd:.0f} sentences/s (at training lengths)")
+    out = {"matmul_flops": rates, "train_flops_per_pair": train_pair, "forward_flops_per_sentence": fwd}
+    if args.speed_json:
+        with open(args.speed_json) as f:
+            speed = json.load(f)
+        print(f"\n{'stack':<12}{'train pairs/s':>14}{'% of peak':>10}")
+        for row in speed["summary"]:
+            frac = row["train_pairs_per_s"] * train_pair / peak
+            print(f"{row['stack']:<12}{row['train_pairs_per_s']:>14.2f}{100 * frac:>9.1f}%")
+            row["train_fraction_of_peak"] = frac
+        out["speed"] = speed["summary"]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

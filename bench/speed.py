@@ -1,0 +1,80 @@
+"""Side-by-side speed benchmark: keras-cosent on each backend against sentence-transformers.
+
+Runs each stack in its own process (Keras fixes its backend at import), alternating
+the stacks round by round so that drifts in machine load hit all of them alike,
+and prints medians and ratios to the peer. Usage:
+
+    .venv/bin/python bench/speed.py --rounds 2 --pairs 512 --json bench/results/speed.json
+
+See bench/speed_worker.py for exactly what is timed.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--stacks", default="peer,tensorflow,jax,torch")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--pairs", type=int, default=512)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--json", default=None, help="write all raw runs and the summary here")
+    args = p.parse_args()
+    stacks = args.stacks.split(",")
+    runs = []
+    for rnd in range(args.rounds):
+        for stack in stacks:
+            cmd = [sys.executable, os.path.join(HERE, "speed_worker.py"), "--stack", stack,
+                   "--pairs", str(args.pairs), "--batch-size", str(args.batch_size),
+                   "--max-length", str(args.max_length)]
+            t0 = time.time()
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+            if out.returncode != 0 or not lines:
+                sys.stderr.write(out.stderr[-3000:])
+                raise SystemExit(f"round {rnd + 1}: stack {stack} failed (exit {out.returncode})")
+            rec = json.loads(lines[-1])
+            rec["round"] = rnd + 1
+            runs.append(rec)
+            print(f"round {rnd + 1} {stack:<10} train {rec['train_pairs_per_s']:7.2f} pairs/s  "
+                  f"encode {rec['encode_sentences_per_s']:7.1f} sent/s  warm-up {rec['warmup_s']:6.1f}s  "
+                  f"peak {rec['peak_rss_mib']:6.0f} MiB  ({time.time() - t0:.0f}s)", flush=True)
+
+    def med(stack, key):
+        return statistics.median(r[key] for r in runs if r["stack"] == stack)
+
+    base = "peer" if "peer" in stacks else stacks[0]
+    summary = []
+    print(f"\n{'stack':<12}{'train pairs/s':>14}{'ratio':>7}{'encode sent/s':>15}{'ratio':>7}"
+          f"{'warm-up s':>11}{'peak MiB':>10}")
+    for stack in stacks:
+        row = {
+            "stack": stack,
+            "train_pairs_per_s": med(stack, "train_pairs_per_s"),
+            "train_ratio": med(stack, "train_pairs_per_s") / med(base, "train_pairs_per_s"),
+            "encode_sentences_per_s": med(stack, "encode_sentences_per_s"),
+            "encode_ratio": med(stack, "encode_sentences_per_s") / med(base, "encode_sentences_per_s"),
+            "warmup_s": med(stack, "warmup_s"),
+            "peak_rss_mib": med(stack, "peak_rss_mib"),
+        }
+        summary.append(row)
+        print(f"{stack:<12}{row['train_pairs_per_s']:>14.2f}{row['train_ratio']:>7.2f}"
+              f"{row['encode_sentences_per_s']:>15.1f}{row['encode_ratio']:>7.2f}"
+              f"{row['warmup_s']:>11.1f}{row['peak_rss_mib']:>10.0f}")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "runs": runs, "summary": summary}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""One timed run of one stack; prints a single JSON line. Called by bench/speed.py.
+
+Stacks: `peer` (sentence-transformers on PyTorch, its own CoSENTLoss and AdamW,
+tokenising each batch as its data collator does) and `tensorflow`/`jax`/`torch`
+(keras-cosent through `model.fit` with the backend's default compilation).
+Both train the packaged all-MiniLM-L6-v2 with CoSENT, AdamW lr 2e-5, on the same
+first `--pairs` STS-B train pairs in the same order, batch `--batch-size`,
+`--max-length` tokens, padding each batch to its own longest sequence. The first
+epoch is warm-up (compilation, caches) and reported separately; the second is timed.
+Encoding speed is measured on the STS-B test sentences (both columns).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_peer(args, s1, s2, labels, test_sentences):
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import CoSENTLoss
+
+    from bench.common import minilm_path
+
+    torch.manual_seed(args.seed)
+    model = SentenceTransformer(minilm_path(), device="cpu")
+    model.max_seq_length = args.max_length
+    loss_fn = CoSENTLoss(model, scale=20.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01)
+    bs = args.batch_size
+
+    def epoch():
+        model.train()
+        for start in range(0, len(s1), bs):
+            a, b = s1[start : start + bs], s2[start : start + bs]
+            y = torch.tensor(labels[start : start + bs], dtype=torch.float32)
+            features = [model.preprocess(a), model.preprocess(b)]
+            loss = loss_fn(features, y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        return float(loss)
+
+    t0 = time.perf_counter()
+    epoch()
+    warm = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    last_loss = epoch()
+    timed = time.perf_counter() - t0
+
+    model.eval()
+    model.encode(test_sentences[:64], batch_size=args.encode_batch_size)
+    t0 = time.perf_counter()
+    emb = model.encode(test_sentences, batch_size=args.encode_batch_size,
+                       normalize_embeddings=True, convert_to_numpy=True)
+    enc = time.perf_counter() - t0
+    return warm, timed, enc, last_loss, emb.shape
+
+
+def run_keras(args, s1, s2, labels, test_sentences):
+    import keras
+    import numpy as np
+
+    import keras_cosent
+    from bench.common import minilm_path
+
+    keras.utils.set_random_seed(args.seed)
+    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
+        minilm_path(), pooling="mean", max_length=args.max_length)
+    model = keras_cosent.models.SiameseEncoder(encoder)
+    model.compile(
+        optimizer=keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01),
+        loss=keras_cosent.losses.CoSENTLoss(scale=20.0),
+    )
+    t0 = time.perf_counter()
+    data = keras_cosent.data.PairDataset(
+        columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
+    batches = keras_cosent.data.PairBatches(
+        data, encoder.tokenize, batch_size=args.batch_size, pad_id=encoder.pad_id,
+        shuffle=False, max_length=args.max_length)
+    tokenise = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    model.fit(batches, epochs=1, verbose=0)
+    warm = time.perf_counter() - t0 + tokenise
+    t0 = time.perf_counter()
+    hist = model.fit(batches, epochs=1, verbose=0)
+    timed = time.perf_counter() - t0 + tokenise  # the peer tokenises inside its epoch
+    encoder.encode(test_sentences[:64], batch_size=args.encode_batch_size)
+    t0 = time.perf_counter()
+    emb = encoder.encode(test_sentences, batch_size=args.encode_batch_size)
+    enc = time.perf_counter() - t0
+    return warm, timed, enc, float(hist.history["loss"][-1]), emb.shape
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--stack", required=True, choices=["peer", "tensorflow", "jax", "torch"])
+    p.add_argument("--pairs", type=int, default=512)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--encode-batch-size", type=int, default=32)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    if args.stack != "peer":
+        os.environ["KERAS_BACKEND"] = args.stack
+    from bench.common import peak_rss_mib, read_sts_pairs
+
+    s1, s2, labels = read_sts_pairs("train", limit=args.pairs)
+    t1, t2, _ = read_sts_pairs("test")
+    test_sentences = list(t1) + list(t2)
+    runner = run_peer if args.stack == "peer" else run_keras
+    warm, timed, enc, loss, shape = runner(args, s1, s2, labels, test_sentences)
+    print(json.dumps({
+        "stack": args.stack,
+        "pairs": len(s1),
+        "warmup_s": round(warm, 2),
+        "train_s": round(timed, 2),
+        "train_pairs_per_s": round(len(s1) / timed, 2),
+        "encode_sentences": len(test_sentences),
+        "encode_s": round(enc, 2),
+        "encode_sentences_per_s": round(len(test_sentences) / enc, 1),
+        "final_loss": round(loss, 4),
+        "embedding_shape": list(shape),
+        "peak_rss_mib": round(peak_rss_mib(), 0),
+    }), flush=True)
+
+
+if __name__ == "__main__":
+    main()

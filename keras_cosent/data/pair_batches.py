@@ -1,0 +1,349 @@
+"""Padded training batches of sentence pairs (or triplets) as a `keras.utils.PyDataset`.
+
+`PairBatches` tokenises every distinct text of a `PairDataset` once, then builds
+each batch from the cached token ids with `pad_batch`, padding to the batch's own
+longest sequence. It is what `model.fit` consumes for CoSENT (float scores), the
+regression and softmax baselines, and InfoNCE/SimCSE (int group ids).
+"""
+
+import math
+import warnings
+
+import keras
+import numpy as np
+
+from keras_cosent.data.padding import pad_batch
+from keras_cosent.data.padding import padded_length
+from keras_cosent.data.pair_dataset import PairDataset
+
+_LABEL_MODES = ("score", "group")
+# Texts per `tokenize` call: bounds peak memory of the tokeniser on big corpora.
+_TOKENIZE_CHUNK = 4096
+
+
+class PairBatches(keras.utils.PyDataset):
+    """Shuffled, per-batch padded batches of a `PairDataset` for `model.fit`.
+
+    Each item is `(x, y)`: `x` a dict of `token_ids` (int32), `padding_mask`
+    (bool) and `segment_ids` (int32), each of shape `(batch, columns, length)`
+    where `length` is the batch's longest sequence rounded up to
+    `pad_to_multiple_of`; `y` the float32 labels (`label_mode="score"`) or int32
+    group ids (`label_mode="group"`): rows whose column-1 (positive) text is
+    identical share an id, so InfoNCE can mask them as false negatives.
+
+    Pairs are reshuffled at the end of every epoch; given `seed`, the sequence
+    of epochs is reproducible. The number of batches is the same every epoch,
+    as Keras requires.
+
+    Length bucketing (`length_buckets=k > 1`) sorts the rows by token length
+    inside random chunks of `k * batch_size` rows, cuts the chunks into batches
+    and shuffles the batch order. Padding (and so CPU time) drops sharply, but
+    batches become less random: rows of similar length (often the same genre
+    and a similar score range) train together, which narrows the in-batch
+    comparisons a ranking loss such as CoSENT or InfoNCE relies on. Small `k`
+    (e.g. 8-32) keeps most of the saving with most of the randomness; it is off
+    by default.
+
+    `unique_texts=True` (for InfoNCE) guarantees no text occurs in two rows of
+    one batch: rows are placed first-fit in shuffled order, and a row whose text
+    is already in the batch goes to a later batch (at the end, if only batches
+    holding its texts have room, it swaps places with a row of a full batch
+    that fits elsewhere). No row is ever dropped for
+    this: the per-epoch counts are in `stats`, and a warning is emitted when
+    the constraint forced anything unusual (an oversized batch, or a clash that
+    the greedy placement could not avoid, which happens when some texts occur
+    in about as many rows as there are batches).
+
+    Args:
+        dataset: a `keras_cosent.data.PairDataset`.
+        tokenize: callable mapping a list of strings to a list of 1-D integer
+            arrays with special tokens, e.g. `SentenceEncoder.tokenize`.
+        batch_size: rows per batch.
+        pad_id: id written into padded positions.
+        shuffle: reshuffle the rows every epoch.
+        seed: seed of the shuffles; `None` draws one from NumPy's global
+            generator (so `keras.utils.set_random_seed` makes runs repeatable).
+        label_mode: `"score"` (float32 labels of the dataset) or `"group"`
+            (int32 group ids, for InfoNCE; needs `batch_size >= 2`).
+        unique_texts: keep every text at most once per batch.
+        length_buckets: chunk size, in batches, for length bucketing; 0 or 1
+            disables it.
+        pad_to_multiple_of: round each batch's length up to a multiple of
+            this, so compiled train steps see few distinct shapes.
+        max_length: optional cap on the padded length; a tokenised text longer
+            than it is an error (truncation is the tokeniser's job).
+        drop_remainder: drop the last, incomplete batch of each epoch.
+        **pydataset_kwargs: `workers`, `use_multiprocessing`,
+            `max_queue_size` of `keras.utils.PyDataset`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_cosent.data import PairBatches, PairDataset
+    >>> def tokenize(texts):
+    ...     return [np.array([101] + [len(w) for w in t.split()] + [102]) for t in texts]
+    >>> ds = PairDataset([["a b", "c"], ["d", "e f g"]], np.array([1.0, 0.0]), "demo")
+    >>> batches = PairBatches(ds, tokenize, batch_size=2, seed=0)
+    >>> x, y = batches[0]
+    >>> x["token_ids"].shape, y.dtype
+    ((2, 2, 8), dtype('float32'))
+    """
+
+    def __init__(
+        self,
+        dataset,
+        tokenize,
+        batch_size,
+        pad_id=0,
+        shuffle=True,
+        seed=None,
+        label_mode="score",
+        unique_texts=False,
+        length_buckets=0,
+        pad_to_multiple_of=8,
+        max_length=None,
+        drop_remainder=False,
+        **pydataset_kwargs,
+    ):
+        super().__init__(**pydataset_kwargs)
+        if not isinstance(dataset, PairDataset):
+            raise TypeError(
+                "`dataset` should be a keras_cosent.data.PairDataset. "
+                f"Received: `dataset` of type {type(dataset).__name__}"
+            )
+        if not callable(tokenize):
+            raise TypeError(f"`tokenize` should be callable. Received: `tokenize`={tokenize!r}")
+        if label_mode not in _LABEL_MODES:
+            raise ValueError(
+                f"`label_mode` should be one of {_LABEL_MODES}. "
+                f"Received: `label_mode`={label_mode!r}"
+            )
+        min_batch = 2 if label_mode == "group" else 1
+        if not _is_int(batch_size) or batch_size < min_batch:
+            why = " (InfoNCE needs in-batch negatives)" if label_mode == "group" else ""
+            raise ValueError(
+                f"`batch_size` should be an integer >= {min_batch} with "
+                f"label_mode={label_mode!r}{why}. Received: `batch_size`={batch_size!r}"
+            )
+        length_buckets = 0 if length_buckets is None else length_buckets
+        if not _is_int(length_buckets) or length_buckets < 0:
+            raise ValueError(
+                "`length_buckets` should be a non-negative integer (0 disables bucketing). "
+                f"Received: `length_buckets`={length_buckets!r}"
+            )
+        if not _is_int(pad_to_multiple_of) or pad_to_multiple_of < 1:
+            raise ValueError(
+                "`pad_to_multiple_of` should be a positive integer. "
+                f"Received: `pad_to_multiple_of`={pad_to_multiple_of!r}"
+            )
+        if max_length is not None and (not _is_int(max_length) or max_length < 1):
+            raise ValueError(
+                f"`max_length` should be None or a positive integer. "
+                f"Received: `max_length`={max_length!r}"
+            )
+        if len(dataset) == 0:
+            raise ValueError(f"`dataset` ({dataset.source!r}) has no rows.")
+        if drop_remainder and len(dataset) < batch_size:
+            raise ValueError(
+                f"`dataset` ({dataset.source!r}) has {len(dataset)} rows, fewer than "
+                f"`batch_size`={batch_size}, so drop_remainder=True leaves no batch."
+            )
+        if label_mode == "score" and dataset.labels is None:
+            raise ValueError(
+                f"label_mode='score' needs labels, but `dataset` ({dataset.source!r}) "
+                "has none; use label_mode='group' for unlabelled (InfoNCE) data."
+            )
+        if label_mode == "group" and dataset.num_columns < 2:
+            raise ValueError(
+                f"label_mode='group' needs at least 2 columns (anchor, positive); "
+                f"`dataset` ({dataset.source!r}) has {dataset.num_columns}."
+            )
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        self.pad_id = pad_id
+        self.shuffle = bool(shuffle)
+        self.seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
+        self.label_mode = label_mode
+        self.unique_texts = bool(unique_texts)
+        self.length_buckets = int(length_buckets)
+        self.pad_to_multiple_of = int(pad_to_multiple_of)
+        self.max_length = max_length
+        self.drop_remainder = bool(drop_remainder)
+
+        self._tokenize_once(tokenize)
+        if label_mode == "score":
+            self._targets = np.asarray(dataset.labels, dtype="float32")
+        else:
+            self._targets = np.unique(self._text_ids[:, 1], return_inverse=True)[1]
+            self._targets = self._targets.reshape(-1).astype("int32")
+        num_rows = len(dataset)
+        if self.drop_remainder:
+            self._num_batches = num_rows // self.batch_size
+        else:
+            self._num_batches = math.ceil(num_rows / self.batch_size)
+        self._epoch = 0
+        self._batches = self._plan_epoch(0)
+
+    def _tokenize_once(self, tokenize):
+        """Tokenises each distinct text once; rows then refer to texts by index."""
+        index = {}
+        text_ids = np.empty((len(self.dataset), self.dataset.num_columns), dtype="int64")
+        for c, column in enumerate(self.dataset.columns):
+            for r, text in enumerate(column):
+                text_ids[r, c] = index.setdefault(text, len(index))
+        texts = list(index)
+        tokens = []
+        for start in range(0, len(texts), _TOKENIZE_CHUNK):
+            chunk = texts[start : start + _TOKENIZE_CHUNK]
+            out = tokenize(chunk)
+            if len(out) != len(chunk):
+                raise ValueError(
+                    f"`tokenize` returned {len(out)} sequences for {len(chunk)} texts."
+                )
+            for text, ids in zip(chunk, out):
+                ids = np.asarray(ids, dtype="int32")
+                if ids.ndim != 1 or ids.size == 0:
+                    raise ValueError(
+                        f"`tokenize` should return a non-empty 1-D id sequence per text; "
+                        f"got shape {ids.shape} for {text!r}."
+                    )
+                if self.max_length is not None and ids.size > self.max_length:
+                    raise ValueError(
+                        f"{text[:60]!r} has {ids.size} tokens, more than "
+                        f"`max_length`={self.max_length}; `tokenize` should truncate."
+                    )
+                tokens.append(ids)
+        self._tokens = tokens
+        self._text_ids = text_ids
+        self._text_lengths = np.array([ids.size for ids in tokens], dtype="int64")
+        self._row_lengths = self._text_lengths[text_ids].max(axis=1)
+
+    def _plan_epoch(self, epoch):
+        """Returns this epoch's batches as arrays of row indices."""
+        rng = np.random.default_rng([self.seed, epoch])
+        num_rows, size = len(self.dataset), self.batch_size
+        order = rng.permutation(num_rows) if self.shuffle else np.arange(num_rows)
+        bucketing = self.length_buckets > 1
+        if bucketing:
+            chunk = self.length_buckets * size
+            order = np.concatenate([
+                part[np.argsort(self._row_lengths[part], kind="stable")]
+                for part in (order[i : i + chunk] for i in range(0, num_rows, chunk))
+            ])
+        stats = {"rows": num_rows, "batches": self._num_batches, "deferred": 0,
+                 "dropped": 0, "oversized": 0, "conflicts": 0}
+        if self.unique_texts:
+            batches = self._fill_unique(order, stats)
+        else:
+            batches = [order[i * size : (i + 1) * size] for i in range(self._num_batches)]
+        stats["dropped"] = num_rows - sum(len(b) for b in batches)
+        if bucketing and self.shuffle:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        natural_remainder = num_rows - self._num_batches * size if self.drop_remainder else 0
+        if stats["oversized"] or stats["conflicts"] or stats["dropped"] > natural_remainder:
+            warnings.warn(
+                f"PairBatches(unique_texts=True) on {self.dataset.source!r}, epoch {epoch}: "
+                f"{stats['oversized']} row(s) went into oversized batches, "
+                f"{stats['conflicts']} row(s) share a text with their batch (no batch "
+                f"was free of their texts: some texts occur in about as many rows as "
+                f"there are batches), {stats['dropped']} row(s) "
+                f"dropped (drop_remainder alone drops {natural_remainder}).",
+                stacklevel=3,
+            )
+        self.stats = stats
+        return [np.asarray(b, dtype="int64") for b in batches]
+
+    def _fill_unique(self, order, stats):
+        """First-fit of rows into the fixed number of batches, no text twice per batch."""
+        size, count = self.batch_size, self._num_batches
+        batches = [[] for _ in range(count)]
+        seen = [set() for _ in range(count)]
+        row_texts = self._text_ids
+        first_open, leftovers = 0, []
+        for position, row in enumerate(order):
+            texts = set(row_texts[row].tolist())
+            while first_open < count and len(batches[first_open]) >= size:
+                first_open += 1
+            for b in range(first_open, count):
+                if len(batches[b]) < size and seen[b].isdisjoint(texts):
+                    batches[b].append(row)
+                    seen[b] |= texts
+                    stats["deferred"] += b != position // size
+                    break
+            else:
+                leftovers.append((row, texts))
+        if self.drop_remainder:
+            return batches
+        for row, texts in leftovers:
+            stats["deferred"] += 1
+            # Every batch with room holds one of this row's texts. Rather than
+            # drop the row: swap it with a row of a clash-free full batch that
+            # fits a batch with room, else overfill a clash-free batch.
+            free = [b for b in range(count) if seen[b].isdisjoint(texts)]
+            if self._swap_into(row, texts, free, batches, seen):
+                continue
+            if free:
+                target = min(free, key=lambda b: len(batches[b]))
+                stats["oversized"] += len(batches[target]) >= size
+            else:
+                target = min(range(count), key=lambda b: len(batches[b]))
+                stats["conflicts"] += 1
+            batches[target].append(row)
+            seen[target] |= texts
+        return batches
+
+    def _swap_into(self, row, texts, free, batches, seen):
+        """Places `row` in a full clash-free batch by moving one of its rows out."""
+        size = self.batch_size
+        open_batches = [b for b in range(len(batches)) if len(batches[b]) < size]
+        for full in free:
+            for i, other in enumerate(batches[full]):
+                other_texts = set(self._text_ids[other].tolist())
+                for target in open_batches:
+                    if seen[target].isdisjoint(other_texts):
+                        batches[target].append(other)
+                        seen[target] |= other_texts
+                        seen[full] -= other_texts
+                        batches[full][i] = row
+                        seen[full] |= texts
+                        return True
+        return False
+
+    def __len__(self):
+        return self._num_batches
+
+    def __getitem__(self, index):
+        if index < 0:
+            index += self._num_batches
+        if not 0 <= index < self._num_batches:
+            raise IndexError(f"batch index {index} out of range [0, {self._num_batches})")
+        rows = self._batches[index]
+        num_columns = self.dataset.num_columns
+        sequences = [self._tokens[t] for t in self._text_ids[rows].reshape(-1)]
+        padded = pad_batch(sequences, self.pad_id, self.pad_to_multiple_of, self.max_length)
+        x = {k: v.reshape(len(rows), num_columns, -1) for k, v in padded.items()}
+        return x, self._targets[rows]
+
+    def on_epoch_end(self):
+        self._epoch += 1
+        if self.shuffle:
+            self._batches = self._plan_epoch(self._epoch)
+
+    @property
+    def num_tokens(self):
+        """Real (non-padding) tokens in this epoch's batches."""
+        return int(sum(self._text_lengths[self._text_ids[b]].sum() for b in self._batches))
+
+    @property
+    def padding_ratio(self):
+        """Fraction of the token positions in this epoch's batches that are padding."""
+        positions = 0
+        for rows in self._batches:
+            longest = self._row_lengths[rows].max()
+            length = padded_length(longest, self.pad_to_multiple_of, self.max_length)
+            positions += len(rows) * self.dataset.num_columns * length
+        return 1.0 - self.num_tokens / positions
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)

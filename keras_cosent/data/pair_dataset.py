@@ -1,0 +1,86 @@
+"""The in-memory form every reader returns: parallel text columns plus labels.
+
+Readers in `keras_cosent.data.readers` build a `PairDataset`; `PairBatches` turns
+one into padded training batches; the evaluation callback takes its `pairs` and
+`labels`. Keeping one small container means every loss and recipe sees the same
+layout whatever the file format was.
+"""
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class PairDataset:
+    """Rows of two or more aligned sentences, with an optional label per row.
+
+    Args:
+        columns: one list of strings per column, all of the same length, e.g.
+            `[sentences1, sentences2]` for scored pairs or
+            `[anchors, positives, hard_negatives]` for InfoNCE triplets.
+        labels: `None` (unlabelled, e.g. SimCSE or triplets) or a 1-D numpy
+            array with one label per row (float32 scores or int32 classes).
+        source: where the rows came from (usually the file path).
+        skipped: how many malformed rows were skipped (`on_bad_rows="skip"`).
+        dropped: how many well-formed rows were left out by design (NLI rows
+            without a gold label).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_cosent.data import PairDataset
+    >>> ds = PairDataset([["a", "b"], ["c", "d"]], np.array([1.0, 0.0]), "demo")
+    >>> len(ds), ds.pairs[1]
+    (2, ('b', 'd'))
+    >>> ds.select([1]).columns
+    [['b'], ['d']]
+    """
+
+    columns: list
+    labels: np.ndarray = None
+    source: str = ""
+    skipped: int = 0
+    dropped: int = 0
+
+    def __post_init__(self):
+        if len(self.columns) == 0:
+            raise ValueError("`columns` is empty: a PairDataset needs at least one column.")
+        self.columns = [list(column) for column in self.columns]
+        lengths = [len(column) for column in self.columns]
+        if len(set(lengths)) != 1:
+            raise ValueError(
+                f"All columns of a PairDataset must have the same length. "
+                f"Received column lengths {lengths} (source: {self.source!r})."
+            )
+        if self.labels is not None:
+            self.labels = np.asarray(self.labels)
+            if self.labels.ndim != 1 or len(self.labels) != lengths[0]:
+                raise ValueError(
+                    f"`labels` should be 1-D with one label per row ({lengths[0]}). "
+                    f"Received shape {self.labels.shape} (source: {self.source!r})."
+                )
+
+    def __len__(self):
+        return len(self.columns[0])
+
+    @property
+    def num_columns(self):
+        return len(self.columns)
+
+    @property
+    def pairs(self):
+        """The rows as `(sentence1, sentence2)` tuples; only for 2-column sets."""
+        if self.num_columns != 2:
+            raise ValueError(
+                f"`pairs` needs exactly 2 columns; this dataset ({self.source!r}) "
+                f"has {self.num_columns}."
+            )
+        return list(zip(*self.columns))
+
+    def select(self, indices):
+        """A new `PairDataset` with the rows at `indices` (in that order)."""
+        indices = np.asarray(indices, dtype="int64").reshape(-1)
+        columns = [[column[i] for i in indices] for column in self.columns]
+        labels = None if self.labels is None else self.labels[indices]
+        return PairDataset(columns, labels, self.source)

@@ -1,0 +1,520 @@
+"""Readers for STS, NLI and plain-text corpora, each returning a `PairDataset`.
+
+Every reader decodes UTF-8 (a leading BOM is dropped, `\\r\\n` endings are
+accepted), reports a malformed row as a `DataFormatError` naming the file and the
+1-based line, and with `on_bad_rows="skip"` skips such rows instead, counts them in
+`PairDataset.skipped` and emits one warning. `read_dataset` dispatches on the
+format names the `keras-cosent` CLI uses.
+"""
+
+import csv
+import io
+import json
+import math
+import os
+import warnings
+
+import numpy as np
+
+from keras_cosent.data.data_format_error import DataFormatError
+from keras_cosent.data.pair_dataset import PairDataset
+
+NLI_ORDINAL_LABELS = {"entailment": 2, "neutral": 1, "contradiction": 0}
+_EXTENSION_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+_ON_BAD_ROWS = ("raise", "skip")
+_STS_FIELDS = "genre, file, year, id, score, sentence1, sentence2"
+
+
+class _BadRows:
+    """Raises on the first bad row, or counts them and warns once at the end."""
+
+    def __init__(self, path, on_bad_rows):
+        if on_bad_rows not in _ON_BAD_ROWS:
+            raise ValueError(
+                f"`on_bad_rows` should be one of {_ON_BAD_ROWS}. "
+                f"Received: `on_bad_rows`={on_bad_rows!r}"
+            )
+        self.path = str(path)
+        self.raise_errors = on_bad_rows == "raise"
+        self.count = 0
+        self.first = None
+
+    def report(self, line, reason):
+        error = DataFormatError(self.path, line, reason)
+        if self.raise_errors:
+            raise error
+        self.count += 1
+        if self.first is None:
+            self.first = error
+
+    def finish(self, columns, labels=None, dropped=0, empty="the file is empty"):
+        """Builds the dataset, or fails clearly when no valid row is left."""
+        if len(columns[0]) == 0:
+            if self.count:
+                raise DataFormatError(
+                    self.path, None,
+                    f"no valid rows: all {self.count} rows are malformed; first: {self.first}",
+                )
+            if dropped:
+                raise DataFormatError(
+                    self.path, None, f"no usable rows: all {dropped} rows were dropped"
+                )
+            raise DataFormatError(self.path, None, f"no rows: {empty}")
+        if self.count:
+            warnings.warn(
+                f"{self.path}: skipped {self.count} malformed row(s); first: {self.first}",
+                stacklevel=3,
+            )
+        return PairDataset(columns, labels, self.path, skipped=self.count, dropped=dropped)
+
+
+def _read_text(path):
+    """Returns the whole file decoded as UTF-8, without a leading BOM."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Data file not found: {str(path)!r}")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        # A wrong encoding (GBK, Latin-1) usually breaks the whole file, so this
+        # raises even with on_bad_rows="skip" rather than dropping most rows.
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise DataFormatError(
+            path, line, f"invalid UTF-8 byte {raw[e.start:e.start + 1]!r} "
+            "(is the file in another encoding? re-encode it to UTF-8)"
+        ) from None
+
+
+def _lines(path):
+    """Yields `(line_number, line)` for the non-blank lines of a text file."""
+    # str.splitlines would also split on \x0b, \x1c, \u2028 ... which may occur
+    # inside sentences, so only \n (with an optional \r before it) ends a line.
+    for number, line in enumerate(_read_text(path).split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if line.strip():
+            yield number, line
+
+
+def _parse_label(value, name="score"):
+    """Returns `(float, None)` or `(None, reason)` for a numeric label."""
+    if isinstance(value, bool):
+        return None, f"{name} {value!r} is not a number"
+    if isinstance(value, (int, float)):
+        number = float(value)
+    else:
+        try:
+            number = float(str(value).strip())
+        except ValueError:
+            return None, f"{name} {value!r} is not a number"
+    if not math.isfinite(number):
+        return None, f"{name} {value!r} is not a finite number"
+    return number, None
+
+
+def _check_texts(texts, names):
+    """Returns a reason when a text is missing or empty, else `None`."""
+    for text, name in zip(texts, names):
+        if not isinstance(text, str):
+            return f"{name} should be a string, found {type(text).__name__} {text!r}"
+        if not text.strip():
+            return f"{name} is empty"
+    return None
+
+
+def read_sts_benchmark(path, on_bad_rows="raise"):
+    """Reads an STS Benchmark distribution file (`sts-train.csv` etc.).
+
+    The files are TAB-separated with no header and NO quoting: quotes belong to
+    the text, so they are split on TABs rather than parsed as CSV. Fields are
+    genre, file, year, id, score, sentence1, sentence2; some lines carry extra
+    trailing fields (source ids), which are ignored.
+
+    Args:
+        path: the file.
+        on_bad_rows: `"raise"` (default) or `"skip"` malformed rows.
+
+    Returns:
+        A 2-column `PairDataset` with float32 scores in [0, 5].
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> from keras_cosent.data import read_sts_benchmark
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "sts.csv"
+    >>> _ = path.write_text('news\\tf\\t2012\\t1\\t4.5\\tHe said "hi".\\tHe greeted.\\tx\\n')
+    >>> ds = read_sts_benchmark(path)
+    >>> ds.pairs, ds.labels.tolist()
+    ([('He said "hi".', 'He greeted.')], [4.5])
+    """
+    bad = _BadRows(path, on_bad_rows)
+    first, second, scores = [], [], []
+    for number, line in _lines(path):
+        fields = line.split("\t")
+        if len(fields) < 7:
+            bad.report(
+                number,
+                f"expected at least 7 TAB-separated fields ({_STS_FIELDS}), "
+                f"found {len(fields)}",
+            )
+            continue
+        score, reason = _parse_label(fields[4])
+        reason = reason or _check_texts(fields[5:7], ("sentence1", "sentence2"))
+        if reason:
+            bad.report(number, reason)
+            continue
+        first.append(fields[5].strip())
+        second.append(fields[6].strip())
+        scores.append(score)
+    return bad.finish([first, second], np.asarray(scores, dtype="float32"))
+
+
+def read_pair_tsv(path, on_bad_rows="raise"):
+    """Reads `sentence1<TAB>sentence2<TAB>label` lines (the CoSENT / text2vec format).
+
+    Used for the Chinese STS-B (`STS-B.train.data`), LCQMC, PAWS-X and similar
+    sets. No header, no quoting; exactly three fields per line.
+
+    Args:
+        path: the file.
+        on_bad_rows: `"raise"` (default) or `"skip"` malformed rows.
+
+    Returns:
+        A 2-column `PairDataset` with float32 labels (integer labels are exact).
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> from keras_cosent.data import read_pair_tsv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "pairs.data"
+    >>> _ = path.write_text("飞机要起飞了。\\t飞机正在起飞。\\t5\\n", encoding="utf-8")
+    >>> read_pair_tsv(path).labels.tolist()
+    [5.0]
+    """
+    bad = _BadRows(path, on_bad_rows)
+    first, second, labels = [], [], []
+    for number, line in _lines(path):
+        fields = line.split("\t")
+        if len(fields) != 3:
+            bad.report(
+                number,
+                f"expected 3 TAB-separated fields (sentence1, sentence2, label), "
+                f"found {len(fields)}",
+            )
+            continue
+        label, reason = _parse_label(fields[2], "label")
+        reason = reason or _check_texts(fields[:2], ("sentence1", "sentence2"))
+        if reason:
+            bad.report(number, reason)
+            continue
+        first.append(fields[0].strip())
+        second.append(fields[1].strip())
+        labels.append(label)
+    return bad.finish([first, second], np.asarray(labels, dtype="float32"))
+
+
+def _missing_column_error(path, column, available):
+    return DataFormatError(
+        path, None,
+        f"column {column!r} not found; available columns: {list(available)}",
+    )
+
+
+def _header_records(path, delimiter):
+    """Yields `(line_number, header, fields)` for a CSV (quoted) or TSV (unquoted)."""
+    if delimiter == ",":
+        reader = csv.reader(io.StringIO(_read_text(path), newline=""), strict=True)
+        previous_end = 0
+        try:
+            for fields in reader:
+                # A quoted field may span lines: report where the record starts.
+                start, previous_end = previous_end + 1, reader.line_num
+                if any(field.strip() for field in fields):
+                    yield start, fields
+        except csv.Error as e:
+            raise DataFormatError(path, reader.line_num, f"malformed CSV: {e}") from None
+    else:
+        # TSV is read without quoting, like the STS files: quotes are text.
+        for number, line in _lines(path):
+            yield number, line.split("\t")
+
+
+def read_columns(path, text_columns, label_column=None, format=None, on_bad_rows="raise"):
+    """Reads named text columns (and an optional numeric label) from CSV, TSV or JSON lines.
+
+    CSV files have a header row and standard CSV quoting; TSV files have a header
+    row and no quoting (a field cannot hold a TAB or newline; quotes are text);
+    JSON lines files hold one object per line, the columns being its keys.
+
+    Args:
+        path: the file.
+        text_columns: names of the text columns, in order, e.g.
+            `["sentence1", "sentence2"]` or `["anchor", "positive", "negative"]`.
+            For unsupervised SimCSE name the same column twice.
+        label_column: name of a numeric label column, or `None`.
+        format: `"csv"`, `"tsv"` or `"jsonl"`; inferred from the extension
+            (`.csv`, `.tsv`, `.jsonl`, `.json`) when `None`.
+        on_bad_rows: `"raise"` (default) or `"skip"` malformed rows.
+
+    Returns:
+        A `PairDataset` with one column per `text_columns` entry and float32
+        labels (or `None` without `label_column`).
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> from keras_cosent.data import read_columns
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "pairs.csv"
+    >>> _ = path.write_text('a,b,score\\n"x, y",z,0.5\\n')
+    >>> ds = read_columns(path, ["a", "b"], label_column="score")
+    >>> ds.pairs, ds.labels.tolist()
+    ([('x, y', 'z')], [0.5])
+    """
+    if isinstance(text_columns, str) or not text_columns:
+        raise ValueError(
+            "`text_columns` should be a non-empty list of column names. "
+            f"Received: `text_columns`={text_columns!r}"
+        )
+    text_columns = list(text_columns)
+    if format is None:
+        extension = os.path.splitext(str(path))[1].lower()
+        if extension not in _EXTENSION_FORMATS:
+            raise ValueError(
+                f"Cannot infer the format of {str(path)!r} from its extension "
+                f"{extension!r}; pass `format` as one of 'csv', 'tsv', 'jsonl'."
+            )
+        format = _EXTENSION_FORMATS[extension]
+    if format not in ("csv", "tsv", "jsonl"):
+        raise ValueError(
+            f"`format` should be one of 'csv', 'tsv', 'jsonl'. Received: `format`={format!r}"
+        )
+    bad = _BadRows(path, on_bad_rows)
+    wanted = text_columns + ([label_column] if label_column is not None else [])
+    columns = [[] for _ in text_columns]
+    labels = []
+    if format == "jsonl":
+        records = _json_records(path, bad, wanted)
+    else:
+        records = _table_records(path, bad, wanted, "," if format == "csv" else "\t")
+    for number, values in records:
+        reason = _check_texts(values[: len(text_columns)], [repr(c) for c in text_columns])
+        if label_column is not None and not reason:
+            label, reason = _parse_label(values[-1], f"label {label_column!r}")
+        if reason:
+            bad.report(number, reason)
+            continue
+        for column, text in zip(columns, values):
+            column.append(text.strip())
+        if label_column is not None:
+            labels.append(label)
+    labels = np.asarray(labels, dtype="float32") if label_column is not None else None
+    empty = "no data rows (the file is empty or has only a header)"
+    if format == "jsonl":
+        empty = "the file is empty"
+    return bad.finish(columns, labels, empty=empty)
+
+
+def _table_records(path, bad, wanted, delimiter):
+    """Yields `(line_number, values of the wanted columns)` for CSV/TSV rows."""
+    header = None
+    for number, fields in _header_records(path, delimiter):
+        if header is None:
+            header = [field.strip() for field in fields]
+            for column in wanted:
+                if column not in header:
+                    raise _missing_column_error(path, column, header)
+            positions = [header.index(column) for column in wanted]
+            continue
+        if len(fields) < len(header):
+            bad.report(
+                number, f"expected {len(header)} fields as in the header, found {len(fields)}"
+            )
+            continue
+        yield number, [fields[i] for i in positions]
+
+
+def _json_objects(path, bad):
+    """Yields `(line_number, dict)` for each valid JSON-lines object."""
+    for number, line in _lines(path):
+        if number == 1 and line.lstrip().startswith("["):
+            raise DataFormatError(
+                path, 1, "looks like a JSON array; expected JSON lines (one object per line)"
+            )
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            bad.report(number, f"invalid JSON: {e.msg} at column {e.colno}")
+            continue
+        if not isinstance(record, dict):
+            bad.report(number, f"expected a JSON object, found {type(record).__name__}")
+            continue
+        yield number, record
+
+
+def _json_records(path, bad, wanted):
+    """Yields `(line_number, values of the wanted keys)` for JSON-lines rows."""
+    checked = False
+    for number, record in _json_objects(path, bad):
+        if not checked:
+            # The first object stands in for a header: a key it lacks is
+            # most likely a typo in the column name, not a bad row.
+            for column in wanted:
+                if column not in record:
+                    raise _missing_column_error(path, column, record.keys())
+            checked = True
+        missing = [column for column in wanted if column not in record]
+        if missing:
+            bad.report(number, f"missing key(s) {missing}")
+            continue
+        yield number, [record[column] for column in wanted]
+
+
+def read_nli_jsonl(path, mode="ordinal", on_bad_rows="raise"):
+    """Reads OCNLI/SNLI-style JSON lines (`sentence1`, `sentence2`, `label`).
+
+    Rows whose label is `"-"`, empty or missing have no gold label: they are
+    dropped and counted in `PairDataset.dropped`, not treated as errors.
+
+    Args:
+        path: the file.
+        mode: `"ordinal"` gives `(premise, hypothesis)` pairs labelled
+            entailment=2 > neutral=1 > contradiction=0, for CoSENT (only the
+            order matters) or a softmax classifier. `"triplets"` gives
+            `(premise, entailed hypothesis, contradicting hypothesis)` columns
+            for InfoNCE with hard negatives: premises are grouped by their
+            text, only premises with both an entailment and a contradiction
+            are used, one triplet per entailed hypothesis, its contradiction
+            taken in turn from that premise's contradictions.
+        on_bad_rows: `"raise"` (default) or `"skip"` malformed rows (invalid
+            JSON, missing or empty sentences, unknown label).
+
+    Returns:
+        A `PairDataset`: 2 columns with int32 labels, or 3 columns without labels.
+
+    Example:
+
+    >>> import json, tempfile, pathlib
+    >>> from keras_cosent.data import read_nli_jsonl
+    >>> rows = [("p", "e", "entailment"), ("p", "c", "contradiction"), ("p", "n", "-")]
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "nli.json"
+    >>> _ = path.write_text("\\n".join(json.dumps(
+    ...     {"sentence1": a, "sentence2": b, "label": l}) for a, b, l in rows))
+    >>> ds = read_nli_jsonl(path)
+    >>> ds.labels.tolist(), ds.dropped
+    ([2, 0], 1)
+    >>> read_nli_jsonl(path, mode="triplets").columns
+    [['p'], ['e'], ['c']]
+    """
+    if mode not in ("ordinal", "triplets"):
+        raise ValueError(
+            f"`mode` should be 'ordinal' or 'triplets'. Received: `mode`={mode!r}"
+        )
+    bad = _BadRows(path, on_bad_rows)
+    premises, hypotheses, labels = [], [], []
+    dropped = 0
+    for number, record in _json_objects(path, bad):
+        label = record.get("label")
+        if label is None or (isinstance(label, str) and label.strip() in ("", "-")):
+            dropped += 1
+            continue
+        if label not in NLI_ORDINAL_LABELS:
+            bad.report(
+                number, f"unknown NLI label {label!r}; expected one of "
+                f"{list(NLI_ORDINAL_LABELS)} or '-'"
+            )
+            continue
+        texts = [record.get("sentence1"), record.get("sentence2")]
+        reason = _check_texts(texts, ("sentence1", "sentence2"))
+        if reason:
+            bad.report(number, reason)
+            continue
+        premises.append(texts[0].strip())
+        hypotheses.append(texts[1].strip())
+        labels.append(NLI_ORDINAL_LABELS[label])
+    if mode == "ordinal":
+        return bad.finish([premises, hypotheses], np.asarray(labels, dtype="int32"), dropped)
+    by_premise = {}
+    for premise, hypothesis, label in zip(premises, hypotheses, labels):
+        by_premise.setdefault(premise, {2: [], 0: []}).get(label, []).append(hypothesis)
+    anchors, positives, negatives = [], [], []
+    for premise, groups in by_premise.items():
+        contradictions = groups[0]
+        if not contradictions:
+            continue
+        for i, entailed in enumerate(groups[2]):
+            anchors.append(premise)
+            positives.append(entailed)
+            negatives.append(contradictions[i % len(contradictions)])
+    return bad.finish([anchors, positives, negatives], None, dropped)
+
+
+def read_text_lines(path, on_bad_rows="raise"):
+    """Reads one sentence per line as `(sentence, sentence)` rows for unsupervised SimCSE.
+
+    Blank lines are skipped; the two columns are the same sentences, which the
+    encoder's dropout turns into two different views.
+
+    Args:
+        path: the file.
+        on_bad_rows: accepted for a uniform signature; a text file has no
+            malformed rows beyond undecodable bytes, which always raise.
+
+    Returns:
+        A 2-column `PairDataset` without labels.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> from keras_cosent.data import read_text_lines
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+    >>> _ = path.write_text("first\\n\\n second \\n")
+    >>> read_text_lines(path).columns
+    [['first', 'second'], ['first', 'second']]
+    """
+    bad = _BadRows(path, on_bad_rows)
+    texts = [line.strip() for _, line in _lines(path)]
+    return bad.finish([texts, list(texts)], None)
+
+
+_READERS = {
+    "sts-benchmark": read_sts_benchmark,
+    "pair-tsv": read_pair_tsv,
+    "csv": read_columns,
+    "tsv": read_columns,
+    "jsonl": read_columns,
+    "nli-jsonl": read_nli_jsonl,
+    "text-lines": read_text_lines,
+}
+READ_FORMATS = tuple(_READERS)
+
+
+def read_dataset(path, format, **options):
+    """Reads `path` with the reader for `format` (the names the CLI accepts).
+
+    Args:
+        path: the file.
+        format: one of `"sts-benchmark"`, `"pair-tsv"`, `"csv"`, `"tsv"`,
+            `"jsonl"`, `"nli-jsonl"`, `"text-lines"`.
+        **options: passed to the reader, e.g. `text_columns` and
+            `label_column` for csv/tsv/jsonl, `mode` for nli-jsonl,
+            `on_bad_rows` for all.
+
+    Returns:
+        A `PairDataset`.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> from keras_cosent.data import read_dataset
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+    >>> _ = path.write_text("a sentence\\n")
+    >>> len(read_dataset(path, "text-lines"))
+    1
+    """
+    if format not in _READERS:
+        raise ValueError(
+            f"`format` should be one of {list(READ_FORMATS)}. Received: `format`={format!r}"
+        )
+    if format in ("csv", "tsv", "jsonl"):
+        options["format"] = format
+    return _READERS[format](path, **options)

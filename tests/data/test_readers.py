@@ -1,0 +1,335 @@
+"""Tests for the readers: real shared files, malformed rows, skip mode, dispatch."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from keras_cosent.data import DataFormatError
+from keras_cosent.data import PairDataset
+from keras_cosent.data import READ_FORMATS
+from keras_cosent.data import read_columns
+from keras_cosent.data import read_dataset
+from keras_cosent.data import read_nli_jsonl
+from keras_cosent.data import read_pair_tsv
+from keras_cosent.data import read_sts_benchmark
+from keras_cosent.data import read_text_lines
+
+
+def _raw_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8", newline="")
+    return path
+
+
+# --- real shared data -------------------------------------------------------
+
+@pytest.mark.parametrize("split,rows", [("train", 5749), ("dev", 1500), ("test", 1379)])
+def test_sts_benchmark_real_files(shared_data, split, rows):
+    path = shared_data / "stsbenchmark" / f"sts-{split}.csv"
+    ds = read_sts_benchmark(path)
+    assert len(ds) == rows and ds.skipped == 0
+    assert ds.labels.dtype == np.float32
+    assert ds.labels.min() == 0.0 and ds.labels.max() == 5.0
+    raw = _raw_lines(path)
+    for row, line in ((0, raw[0]), (-1, raw[-1])):
+        fields = line.split("\t")
+        assert ds.pairs[row] == (fields[5].strip(), fields[6].strip())
+        assert ds.labels[row] == np.float32(fields[4])
+    # Lines with quotes and with extra trailing columns read like any other.
+    quoted = next(i for i, line in enumerate(raw) if '"' in line)
+    assert '"' in "".join(ds.pairs[quoted])
+    ragged = next(i for i, line in enumerate(raw) if len(line.split("\t")) > 7)
+    assert ds.pairs[ragged] == tuple(t.strip() for t in raw[ragged].split("\t")[5:7])
+
+
+@pytest.mark.parametrize("split,rows", [("train", 5231), ("valid", 1458), ("test", 1361)])
+def test_pair_tsv_real_files(shared_data, split, rows):
+    path = shared_data / "sts-b-zh" / f"STS-B.{split}.data"
+    ds = read_pair_tsv(path)
+    assert len(ds) == rows
+    assert set(np.unique(ds.labels).tolist()) <= {0, 1, 2, 3, 4, 5}
+    raw = _raw_lines(path)
+    for row, line in ((0, raw[0]), (-1, raw[-1])):
+        first, second, label = line.split("\t")
+        assert ds.pairs[row] == (first, second) and ds.labels[row] == int(label)
+
+
+def test_pair_tsv_label_histogram(shared_data):
+    labels = read_pair_tsv(shared_data / "sts-b-zh" / "STS-B.train.data").labels
+    # Histogram published in sts-b-zh/README.txt.
+    assert np.bincount(labels.astype(int)).tolist() == [836, 807, 887, 1416, 1033, 252]
+
+
+@pytest.mark.parametrize("split,rows,no_gold", [("train.3k", 3000, 6), ("dev", 3000, 50)])
+def test_nli_real_files(shared_data, split, rows, no_gold):
+    path = shared_data / "ocnli" / f"{split}.json"
+    records = [json.loads(line) for line in _raw_lines(path)]
+    assert len(records) == rows
+    ds = read_nli_jsonl(path)
+    assert len(ds) == rows - no_gold and ds.dropped == no_gold
+    gold = [r for r in records if r["label"] != "-"]
+    expected = [{"entailment": 2, "neutral": 1, "contradiction": 0}[r["label"]] for r in gold]
+    np.testing.assert_array_equal(ds.labels, expected)
+    assert ds.pairs[-1] == (gold[-1]["sentence1"], gold[-1]["sentence2"])
+
+    triplets = read_nli_jsonl(path, mode="triplets")
+    by_premise = {}
+    for r in gold:
+        by_premise.setdefault(r["sentence1"], []).append((r["sentence2"], r["label"]))
+    expected_rows = sum(
+        sum(label == "entailment" for _, label in hyps)
+        for hyps in by_premise.values()
+        if any(label == "contradiction" for _, label in hyps)
+    )
+    assert len(triplets) == expected_rows > 0 and triplets.labels is None
+    for anchor, positive, negative in zip(*triplets.columns):
+        assert (positive, "entailment") in by_premise[anchor]
+        assert (negative, "contradiction") in by_premise[anchor]
+
+
+# --- formats on small files ---------------------------------------------------
+
+def test_sts_benchmark_quotes_ragged_crlf_bom(tmp_path):
+    path = _write(tmp_path, "sts.csv", (
+        "\ufeffnews\tf\t2012\t1\t4.5\tHe said \"hi.\tShe's \"ok\"\tsrc1\tsrc2\r\n"
+        "\n"
+        "news\tf\t2012\t2\t0\t a \tb\r\n"
+    ))
+    ds = read_sts_benchmark(path)
+    assert ds.pairs == [('He said "hi.', 'She\'s "ok"'), ("a", "b")]
+    np.testing.assert_array_equal(ds.labels, [4.5, 0.0])
+    assert ds.source == str(path)
+
+
+def test_pair_tsv_small(tmp_path):
+    path = _write(tmp_path, "x.data", "一\t二\t3\n三\t四\t0\n")
+    ds = read_pair_tsv(path)
+    assert ds.pairs == [("一", "二"), ("三", "四")] and ds.labels.tolist() == [3.0, 0.0]
+
+
+def test_read_columns_csv_quoting_and_multiline(tmp_path):
+    path = _write(tmp_path, "x.csv", 'id,s1,s2,score\n1,"a, ""b""","multi\nline",2.5\n2,c,d,1\n')
+    ds = read_columns(path, ["s1", "s2"], label_column="score")
+    assert ds.pairs == [('a, "b"', "multi\nline"), ("c", "d")]
+    assert ds.labels.tolist() == [2.5, 1.0]
+
+
+def test_read_columns_csv_line_number_of_multiline_record(tmp_path):
+    path = _write(tmp_path, "x.csv", 's1,s2,score\n"a\nb",c,1\nd,e,oops\n')
+    with pytest.raises(DataFormatError, match=r"x\.csv:4: label 'score' 'oops' is not a number"):
+        read_columns(path, ["s1", "s2"], label_column="score")
+
+
+def test_read_columns_tsv_and_jsonl(tmp_path):
+    tsv = _write(tmp_path, "x.tsv", 'a\tb\n"q"\tr\n')
+    assert read_columns(tsv, ["b", "a"]).pairs == [("r", '"q"')]
+    jsonl = _write(tmp_path, "x.jsonl", '{"q": "x", "p": "y", "n": "z", "s": 1}\n')
+    ds = read_columns(jsonl, ["q", "p", "n"], label_column="s")
+    assert ds.columns == [["x"], ["y"], ["z"]] and ds.labels.tolist() == [1.0]
+    # .json is JSON lines too; format can also be given explicitly.
+    json_path = _write(tmp_path, "x.json", '{"t": "x"}\n')
+    assert read_columns(json_path, ["t", "t"]).pairs == [("x", "x")]
+    assert read_columns(jsonl, ["q"], format="jsonl").columns == [["x"]]
+
+
+@pytest.mark.parametrize("name,text", [
+    ("x.csv", "a,b\n1,2\n"), ("x.tsv", "a\tb\n1\t2\n"), ("x.jsonl", '{"a": "1", "b": "2"}\n'),
+])
+def test_read_columns_missing_column(tmp_path, name, text):
+    path = _write(tmp_path, name, text)
+    with pytest.raises(DataFormatError) as info:
+        read_columns(path, ["a", "sentence2"])
+    message = str(info.value)
+    assert "'sentence2'" in message and name in message and "'a'" in message and "'b'" in message
+
+
+def test_read_columns_bad_format_args(tmp_path):
+    path = _write(tmp_path, "x.txt", "a\n")
+    with pytest.raises(ValueError, match="extension '.txt'"):
+        read_columns(path, ["a"])
+    with pytest.raises(ValueError, match="`format`"):
+        read_columns(path, ["a"], format="xml")
+    with pytest.raises(ValueError, match="`text_columns`"):
+        read_columns(path, "a", format="tsv")
+
+
+def test_read_text_lines(tmp_path):
+    path = _write(tmp_path, "c.txt", "first\r\n\n  second  \nthird")
+    ds = read_text_lines(path)
+    assert ds.columns == [["first", "second", "third"]] * 2 and ds.labels is None
+    assert ds.columns[0] is not ds.columns[1]
+
+
+def test_nli_ordinal_and_triplets_small(tmp_path):
+    rows = [
+        ("p1", "e1", "entailment"), ("p1", "c1", "contradiction"), ("p1", "n1", "neutral"),
+        ("p1", "e2", "entailment"), ("p2", "e3", "entailment"), ("p2", "x", "-"),
+        ("p3", "c3", "contradiction"), ("p4", "e4", "entailment"), ("p4", "c4", "contradiction"),
+    ]
+    lines = [json.dumps({"sentence1": a, "sentence2": b, "label": c}) for a, b, c in rows]
+    lines.append(json.dumps({"sentence1": "p5", "sentence2": "y"}))  # no gold label
+    path = _write(tmp_path, "nli.json", "\n".join(lines) + "\n")
+    ds = read_nli_jsonl(path)
+    assert ds.labels.tolist() == [2, 0, 1, 2, 2, 0, 2, 0] and ds.dropped == 2
+    assert ds.labels.dtype == np.int32
+    triplets = read_nli_jsonl(path, mode="triplets")
+    assert triplets.columns == [["p1", "p1", "p4"], ["e1", "e2", "e4"], ["c1", "c1", "c4"]]
+    with pytest.raises(ValueError, match="`mode`"):
+        read_nli_jsonl(path, mode="pairs")
+
+
+# --- dispatch -------------------------------------------------------------------
+
+def test_read_dataset_dispatch(tmp_path):
+    assert READ_FORMATS == (
+        "sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "text-lines"
+    )
+    sts = _write(tmp_path, "s.csv", "g\tf\t1\t1\t3\ta\tb\n")
+    assert read_dataset(sts, "sts-benchmark").pairs == [("a", "b")]
+    assert read_dataset(_write(tmp_path, "p.data", "a\tb\t1\n"), "pair-tsv").labels.tolist() == [1]
+    # The explicit format wins over the file's extension (.txt, .dat here).
+    tsv = _write(tmp_path, "t.txt", "x\ty\na\tb\n")
+    assert read_dataset(tsv, "tsv", text_columns=["x", "y"]).pairs == [("a", "b")]
+    csv_path = _write(tmp_path, "c.dat", "x,y\na,b\n")
+    assert read_dataset(csv_path, "csv", text_columns=["y"]).columns == [["b"]]
+    jsonl = _write(tmp_path, "j.dat", '{"x": "a"}\n')
+    assert read_dataset(jsonl, "jsonl", text_columns=["x"]).columns == [["a"]]
+    nli = _write(tmp_path, "n.dat", '{"sentence1": "a", "sentence2": "b", "label": "neutral"}\n')
+    assert read_dataset(nli, "nli-jsonl").labels.tolist() == [1]
+    assert len(read_dataset(tsv, "text-lines")) == 2
+    with pytest.raises(ValueError, match="'sts'"):
+        read_dataset(sts, "sts")
+
+
+# --- errors ---------------------------------------------------------------------
+
+STS_OK = "g\tf\t2012\t1\t3.0\ta\tb\n"
+
+
+@pytest.mark.parametrize("reader,bad_line,reason", [
+    (read_sts_benchmark, "g\tf\t2012\t2\tabc\ta\tb", "score 'abc' is not a number"),
+    (read_sts_benchmark, "g\tf\t2012\t2\tnan\ta\tb", "score 'nan' is not a finite number"),
+    (read_sts_benchmark, "g\tf\t2012\t2\tinf\ta\tb", "score 'inf' is not a finite number"),
+    (read_sts_benchmark, "g\tf\t2012\t2\t1\t  \tb", "sentence1 is empty"),
+    (read_sts_benchmark, "g\tf\t2012\t2\t1\ta", "expected at least 7 TAB-separated fields"),
+    (read_pair_tsv, "a\tb", "expected 3 TAB-separated fields"),
+    (read_pair_tsv, "a\t\t1", "sentence2 is empty"),
+    (read_pair_tsv, "a\tb\tfive", "label 'five' is not a number"),
+])
+def test_bad_row_names_file_and_line(tmp_path, reader, bad_line, reason):
+    good = STS_OK if reader is read_sts_benchmark else "a\tb\t1\n"
+    path = _write(tmp_path, "bad.txt", good + "\n" + bad_line + "\n" + good)
+    with pytest.raises(DataFormatError) as info:
+        reader(path)
+    assert str(info.value).startswith(f"{path}:3: {reason}")
+    assert isinstance(info.value, ValueError) and info.value.line == 3
+
+
+@pytest.mark.parametrize("line,reason", [
+    ("{not json", "invalid JSON"),
+    ('["a", "b"]', "expected a JSON object"),
+    ('{"sentence1": "a", "sentence2": "b", "label": "entail"}', "unknown NLI label 'entail'"),
+    ('{"sentence1": "a", "sentence2": 3, "label": "neutral"}', "sentence2 should be a string"),
+    ('{"sentence1": "", "sentence2": "b", "label": "neutral"}', "sentence1 is empty"),
+])
+def test_nli_bad_rows(tmp_path, line, reason):
+    good = '{"sentence1": "a", "sentence2": "b", "label": "neutral"}\n'
+    path = _write(tmp_path, "nli.json", good + line + "\n")
+    with pytest.raises(DataFormatError, match=rf"nli\.json:2: {reason}"):
+        read_nli_jsonl(path)
+    with pytest.warns(UserWarning, match=r"skipped 1 malformed row.*nli\.json:2"):
+        ds = read_nli_jsonl(path, on_bad_rows="skip")
+    assert len(ds) == 1 and ds.skipped == 1
+
+
+def test_skip_mode_counts_and_warns_once(tmp_path):
+    lines = [STS_OK, "x\n", STS_OK, "g\tf\t1\t1\tbad\ta\tb\n", "g\tf\t1\t1\t2\ta\t\n"]
+    path = _write(tmp_path, "sts-train.csv", "".join(lines))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = read_sts_benchmark(path, on_bad_rows="skip")
+    assert len(caught) == 1
+    assert "skipped 3 malformed row(s)" in str(caught[0].message)
+    assert "sts-train.csv:2:" in str(caught[0].message)
+    assert len(ds) == 2 and ds.skipped == 3
+    with pytest.raises(ValueError, match="`on_bad_rows`"):
+        read_sts_benchmark(path, on_bad_rows="ignore")
+
+
+def test_read_columns_short_row_and_bad_label_skip(tmp_path):
+    path = _write(tmp_path, "x.tsv", "a\tb\tl\nx\ty\t1\nshort\nx\ty\tnan\n")
+    with pytest.raises(DataFormatError, match=r"x\.tsv:3: expected 3 fields"):
+        read_columns(path, ["a", "b"], label_column="l")
+    with pytest.warns(UserWarning, match="skipped 2"):
+        ds = read_columns(path, ["a", "b"], label_column="l", on_bad_rows="skip")
+    assert ds.pairs == [("x", "y")] and ds.skipped == 2
+
+
+def test_jsonl_missing_key_later_row(tmp_path):
+    path = _write(tmp_path, "x.jsonl", '{"a": "x", "b": "y"}\n{"a": "x"}\n')
+    with pytest.raises(DataFormatError, match=r"x\.jsonl:2: missing key\(s\) \['b'\]"):
+        read_columns(path, ["a", "b"])
+
+
+def test_json_array_is_rejected_clearly(tmp_path):
+    path = _write(tmp_path, "x.json", '[{"a": "x"}]\n')
+    with pytest.raises(DataFormatError, match=r"x\.json:1: looks like a JSON array"):
+        read_columns(path, ["a"])
+
+
+@pytest.mark.parametrize("reader", [read_sts_benchmark, read_pair_tsv, read_text_lines,
+                                    read_nli_jsonl])
+def test_empty_file(tmp_path, reader):
+    path = _write(tmp_path, "empty.txt", "\n\n")
+    with pytest.raises(DataFormatError, match=r"empty\.txt: no rows: the file is empty"):
+        reader(path)
+
+
+def test_no_valid_rows(tmp_path):
+    path = _write(tmp_path, "allbad.data", "a\tb\tx\nc\td\ty\n")
+    with pytest.raises(DataFormatError, match=r"allbad\.data: no valid rows: all 2 rows"):
+        read_pair_tsv(path, on_bad_rows="skip")
+    header_only = _write(tmp_path, "h.csv", "a,b\n")
+    with pytest.raises(DataFormatError, match=r"h\.csv: no rows: no data rows \(the file is empty"):
+        read_columns(header_only, ["a", "b"])
+    nli = _write(tmp_path, "n.json", '{"sentence1": "a", "sentence2": "b", "label": "-"}\n')
+    with pytest.raises(DataFormatError, match=r"n\.json: no usable rows: all 1 rows were dropped"):
+        read_nli_jsonl(nli)
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "nope.csv"
+    for reader in (read_sts_benchmark, read_pair_tsv, read_text_lines, read_nli_jsonl):
+        with pytest.raises(FileNotFoundError, match="nope.csv"):
+            reader(path)
+    with pytest.raises(FileNotFoundError, match="nope.csv"):
+        read_columns(path, ["a"])
+
+
+def test_invalid_utf8_names_line(tmp_path):
+    path = _write(tmp_path, "gbk.data", "a\tb\t1\n".encode() + "中文\t好\t2\n".encode("gbk"))
+    with pytest.raises(DataFormatError, match=r"gbk\.data:2: invalid UTF-8"):
+        read_pair_tsv(path)
+
+
+def test_pair_dataset_container():
+    ds = PairDataset([["a", "b", "c"], ["d", "e", "f"]], np.array([0.0, 1.0, 2.0]), "s")
+    sub = ds.select([2, 0])
+    assert sub.pairs == [("c", "f"), ("a", "d")] and sub.labels.tolist() == [2.0, 0.0]
+    triplets = PairDataset([["a"], ["b"], ["c"]], None, "t")
+    with pytest.raises(ValueError, match="exactly 2 columns"):
+        triplets.pairs
+    with pytest.raises(ValueError, match="same length"):
+        PairDataset([["a"], []])
+    with pytest.raises(ValueError, match="one label per row"):
+        PairDataset([["a"], ["b"]], np.zeros(2))

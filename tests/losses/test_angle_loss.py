@@ -1,0 +1,121 @@
+"""AnglELoss against the AnglE authors' complex-quotient formula in float64."""
+
+import math
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from keras_cosent.losses import AnglELoss
+from keras_cosent.losses import angle_loss
+from keras_cosent.losses import angle_similarity
+from tests.losses import helpers
+
+
+def reference_angle_similarity(pairs):
+    """Written after the AnglE reference code (complex quotient, rescaled)."""
+    out = []
+    for x, y in np.asarray(pairs, "float64"):
+        half = len(x) // 2
+        a, b, c, d = x[:half], x[half:], y[:half], y[half:]
+        z = np.sum(c**2 + d**2)
+        real = (a * c + b * d) / z
+        imaginary = (b * c - a * d) / z
+        dz, dw = math.sqrt(np.sum(a**2 + b**2)), math.sqrt(np.sum(c**2 + d**2))
+        real, imaginary = real / (dz / dw), imaginary / (dz / dw)
+        out.append(abs(np.sum(real) + np.sum(imaginary)))
+    return np.array(out)
+
+
+def reference_ranking(labels, similarity, scale):
+    total = 0.0
+    for a in range(len(labels)):
+        for b in range(len(labels)):
+            if labels[a] > labels[b]:
+                total += math.exp(scale * (similarity[b] - similarity[a]))
+    return math.log1p(total)
+
+
+@pytest.mark.parametrize("scale", [1.0, 20.0])
+def test_matches_reference(scale):
+    rng = np.random.default_rng(0)
+    labels = np.round(rng.uniform(0, 5, 16), 1).astype("float32")
+    pairs = rng.normal(size=(16, 2, 8)).astype("float32")
+    similarity = reference_angle_similarity(pairs)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(angle_similarity(pairs)), similarity, rtol=1e-5, atol=1e-6
+    )
+    expected = reference_ranking(labels, similarity, scale)
+    np.testing.assert_allclose(float(AnglELoss(scale=scale)(labels, pairs)), expected, rtol=1e-5)
+    np.testing.assert_allclose(float(angle_loss(labels, pairs, scale=scale)), expected, rtol=1e-5)
+
+
+def test_all_equal_labels_give_exactly_zero_and_ties_are_ignored():
+    pairs = np.random.default_rng(1).normal(size=(6, 2, 4)).astype("float32")
+    assert float(AnglELoss()(np.ones(6, "float32"), pairs)) == 0.0
+    labels = np.array([1, 1, 0, 0, 0, 0], "float32")
+    expected = reference_ranking(labels, reference_angle_similarity(pairs), 20.0)
+    np.testing.assert_allclose(float(AnglELoss()(labels, pairs)), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_identical_and_opposite_embeddings_have_finite_gradients(dtype):
+    u = np.random.default_rng(2).normal(size=(4, 6))
+    pairs = np.stack([u, np.concatenate([u[:2], -u[2:]])], axis=1).astype(dtype)
+    labels = np.array([0.0, 1.0, 2.0, 3.0], "float32")
+    value, _ = helpers.assert_finite_value_and_grad(
+        lambda p: angle_loss(labels, p, scale=100.0), pairs
+    )
+    # Both identical and opposite embeddings score 1: all differences are 0.
+    np.testing.assert_allclose(value, math.log(1 + 6), rtol=1e-3)
+
+
+def test_float16_inputs_match_reference():
+    rng = np.random.default_rng(3)
+    labels = rng.uniform(0, 5, 8).astype("float32")
+    pairs = rng.normal(size=(8, 2, 6)).astype("float16")
+    expected = reference_ranking(labels, reference_angle_similarity(pairs), 20.0)
+    np.testing.assert_allclose(float(AnglELoss()(labels, pairs)), expected, rtol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(4,), (4, 2, 5), (4, 3, 6), (4, 6)])
+def test_shapes_other_than_even_pairs_are_rejected(shape):
+    with pytest.raises(ValueError, match=re.escape("(batch, 2, dim) with an even `dim`")):
+        AnglELoss()(np.zeros(4, "float32"), np.ones(shape, "float32"))
+
+
+@pytest.mark.parametrize("scale", [0, -3.0, float("inf"), "20"])
+def test_bad_scale_is_rejected_with_its_value(scale):
+    with pytest.raises(ValueError, match=re.escape(f"`scale`={scale!r}")):
+        AnglELoss(scale=scale)
+
+
+def test_serialization_round_trip():
+    assert helpers.check_serialization(AnglELoss(scale=30.0)).scale == 30.0
+
+
+def test_fit_lowers_loss_and_saved_model_round_trip(tmp_path):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(32, 6)).astype("float32")
+    y = rng.uniform(0, 5, 32).astype("float32")
+    helpers.check_fit_and_saved_model(tmp_path, AnglELoss(), x, y, columns=2, dim=8)
+
+
+def test_mixed_float16():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(16, 6)).astype("float32")
+    helpers.check_mixed_float16(AnglELoss(), x, rng.uniform(0, 5, 16), columns=2, dim=8)
+
+
+def test_matches_sentence_transformers():
+    st_losses = pytest.importorskip("sentence_transformers.sentence_transformer.losses")
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    labels = np.round(rng.uniform(0, 5, 16), 1).astype("float32")
+    pairs = rng.normal(size=(16, 2, 8)).astype("float32")
+    peer = st_losses.AnglELoss(model=None, scale=20.0)
+    expected = peer.compute_loss_from_embeddings(
+        [torch.tensor(pairs[:, 0]), torch.tensor(pairs[:, 1])], torch.tensor(labels)
+    )
+    np.testing.assert_allclose(float(AnglELoss()(labels, pairs)), float(expected), rtol=1e-5)

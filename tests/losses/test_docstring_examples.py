@@ -1,0 +1,26 @@
+"""The `>>>` examples in the loss and head docstrings run and print what they say."""
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "module_name",
+    [
+        "keras_cosent.losses",
+        "keras_cosent.losses.cosent_loss",
+        "keras_cosent.losses.infonce_loss",
+        "keras_cosent.losses.angle_loss",
+        "keras_cosent.losses.cosine_mse_loss",
+        "keras_cosent.losses.softmax_loss",
+        "keras_cosent.layers.softmax_classifier_head",
+    ],
+)
+def test_examples_run(module_name):
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, verbose=False)
+    assert result.failed == 0
+    if module_name != "keras_cosent.losses":
+        assert result.attempted > 0

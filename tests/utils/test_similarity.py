@@ -1,0 +1,51 @@
+"""`l2_normalize` and `pair_cosine` against NumPy, including the all-zero vector."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_cosent.losses import CoSENTLoss
+from keras_cosent.losses import InfoNCELoss
+from keras_cosent.utils import l2_normalize
+from keras_cosent.utils import pair_cosine
+from tests.losses.helpers import assert_finite_value_and_grad
+
+
+def test_l2_normalize_matches_numpy():
+    x = np.random.default_rng(0).standard_normal((5, 7)).astype("float32")
+    expected = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    got = keras.ops.convert_to_numpy(l2_normalize(x))
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_pair_cosine_matches_numpy_for_both_input_forms():
+    emb = np.random.default_rng(1).standard_normal((6, 2, 4)).astype("float32")
+    a, b = emb[:, 0], emb[:, 1]
+    expected = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    got = keras.ops.convert_to_numpy(pair_cosine(emb))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    passthrough = keras.ops.convert_to_numpy(pair_cosine(expected.astype("float32")))
+    np.testing.assert_allclose(passthrough, expected, rtol=1e-6)
+
+
+def test_pair_cosine_rejects_wrong_rank():
+    with pytest.raises(ValueError, match=r"\(batch, 2, dim\)"):
+        pair_cosine(np.zeros((2, 2, 2, 2), "float32"))
+
+
+def test_zero_vector_has_finite_value_and_gradient():
+    # ops.normalize gives NaN gradients here on JAX and PyTorch.
+    x = np.zeros((2, 3), "float32")
+    x[1] = [1.0, 2.0, 2.0]
+    value, grad = assert_finite_value_and_grad(
+        lambda t: keras.ops.sum(l2_normalize(t) * keras.ops.convert_to_tensor([1.0, 2.0, 3.0])), x
+    )
+    np.testing.assert_allclose(value, (1 + 4 + 6) / 3, rtol=1e-6)
+
+
+@pytest.mark.parametrize("loss", [CoSENTLoss(), InfoNCELoss()], ids=["cosent", "infonce"])
+def test_losses_survive_an_all_zero_embedding(loss):
+    emb = np.random.default_rng(2).standard_normal((4, 2, 8)).astype("float32")
+    emb[0, 0] = 0.0
+    labels = np.array([0.0, 1.0, 2.0, 3.0], "float32")
+    assert_finite_value_and_grad(lambda t: loss(labels, t), emb)
