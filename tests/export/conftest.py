@@ -92,10 +92,7 @@ def tiny_checkpoint(tmp_path_factory):
 
 
 def build_encoder(checkpoint, max_length):
-    try:
-        from keras_cosent.models import SentenceEncoder
-    except ImportError:  # TEMPORARY until the encoder lands on main
-        from tests.export._interim_encoder import InterimEncoder as SentenceEncoder
+    from keras_cosent.models import SentenceEncoder
 
     return SentenceEncoder.from_checkpoint(str(checkpoint), pooling="mean", max_length=max_length)
 
