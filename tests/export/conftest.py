@@ -20,7 +20,7 @@ VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox",
     "jump", "##ed", "##s", "over", "lazy", "dog", "a", "cat", "sat", "on", "mat",
     ".", ",", "!", "?", "hello", "world", "is", "run", "##ning", "man", "woman",
-    "play", "##ing", "guitar", "piano", "in", "park", "red", "blue", "car",
+    "play", "##ing", "guitar", "piano", "in", "park", "red", "blue", "car", "cafe",
 ]  # fmt: skip
 
 SENTENCES = [
@@ -29,6 +29,7 @@ SENTENCES = [
     "A man is PLAYING the guitar in the park, a woman is playing the piano.",
     "cat",
     "The red car is running, the blue car sat on a mat?",
+    "The CAFÉ is red.",  # lower-cased and accent-stripped in the graph, like HF
 ]
 
 HIDDEN, HEADS, INTERMEDIATE, POSITIONS = 8, 2, 16, 32

@@ -23,6 +23,7 @@ import keras_cosent.export
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.export import saved_model_export
 from tests.export.conftest import SENTENCES
+from tests.export.conftest import VOCAB
 from tests.export.conftest import build_encoder
 from tests.export.conftest import run_tf1_session
 from tests.export.rest_emulation import request_to_signature_inputs
@@ -154,6 +155,8 @@ def test_string_signature_matches_the_keras_encoder(served):
     encoder = served["encoder"]
     # The long sentence really is cut to the training length.
     assert max(len(ids) for ids in encoder.tokenize(SENTENCES)) == MAX_LENGTH
+    # "CAFÉ" -> "cafe", a vocabulary word, not [UNK] (id 1).
+    assert encoder.tokenize(["CAFÉ"])[0].tolist() == [2, VOCAB.index("cafe"), 3]
     expected = encoder.encode(SENTENCES)
     np.testing.assert_allclose(served["sentences"], expected, atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(served["sentences"], axis=-1), 1.0, atol=1e-5)
