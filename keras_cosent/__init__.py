@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 from keras_cosent import callbacks
 from keras_cosent import data
+from keras_cosent import export
 from keras_cosent import layers
 from keras_cosent import losses
 from keras_cosent import metrics

@@ -1,1 +1,15 @@
-"""keras_cosent.export: SavedModel export for TF Serving. Imports TensorFlow lazily."""
+"""keras_cosent.export: SavedModel export for TF Serving, and an op audit of the result.
+
+- `export_saved_model(encoder_or_path, base_dir, ...)` writes `<base_dir>/<version>/`
+  with the `serving_default` (sentences), `encode_tokens` (token ids) and
+  `similarity` signatures, from any Keras backend.
+- `audit_saved_model(export_dir)` / `format_audit(report)` list the ops each
+  signature needs and which TensorFlow Text version the string signatures need.
+
+TensorFlow is imported lazily, inside these functions: importing this package
+costs nothing on the JAX and PyTorch backends.
+"""
+
+from keras_cosent.export.op_audit import audit_saved_model
+from keras_cosent.export.op_audit import format_audit
+from keras_cosent.export.saved_model_export import export_saved_model

@@ -1,0 +1,47 @@
+"""Subprocess entry point: writes the serving SavedModel under the TensorFlow backend.
+
+`keras_cosent.export.export_saved_model` runs this with KERAS_BACKEND=tensorflow
+when the caller's backend is JAX or PyTorch:
+
+    python -m keras_cosent.export._export_worker --encoder x.keras --output DIR [--max-length N] [--no-string-signatures]
+
+It exits non-zero with the error on stderr; the caller re-raises it.
+"""
+
+import argparse
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--encoder", required=True, help="the encoder's .keras file")
+    parser.add_argument("--output", required=True, help="directory to write the SavedModel to")
+    parser.add_argument("--max-length", type=int, default=None, help="truncation length")
+    parser.add_argument(
+        "--no-string-signatures",
+        action="store_true",
+        help="export encode_tokens only (core TensorFlow ops, no TensorFlow Text)",
+    )
+    args = parser.parse_args(argv)
+
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        sys.exit(
+            "keras_cosent.export._export_worker needs KERAS_BACKEND=tensorflow; "
+            f"the backend is {keras.backend.backend()!r}"
+        )
+    import keras_cosent  # noqa: F401  (registers the classes load_model needs)
+    from keras_cosent.export.serving_graph import write_serving_saved_model
+
+    encoder = keras.saving.load_model(args.encoder)
+    write_serving_saved_model(
+        encoder,
+        args.output,
+        max_length=args.max_length,
+        string_signatures=not args.no_string_signatures,
+    )
+
+
+if __name__ == "__main__":
+    main()

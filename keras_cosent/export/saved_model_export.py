@@ -1,0 +1,210 @@
+"""`export_saved_model`: a sentence encoder as a versioned SavedModel for TF Serving.
+
+TF Serving watches `--model_base_path` for numeric sub-directories and serves
+the highest; this module writes `<base_dir>/<version>/` with the signatures of
+`keras_cosent.export.serving_graph`. The SavedModel is always traced by the
+TensorFlow backend: from JAX or PyTorch the encoder is saved to a `.keras` file
+and a `KERAS_BACKEND=tensorflow` subprocess (`keras_cosent.export._export_worker`)
+rebuilds it from those weights and writes the export. Writing goes to a hidden
+temporary directory under `base_dir` (non-numeric, so the server ignores it)
+and is renamed into place, so the server never sees a half-written version.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import keras
+
+ENCODER_FILENAME = "encoder.keras"
+
+
+def _resolve_encoder_file(path):
+    """`path` as a `.keras` file: the file itself or the one in a training output dir."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        if not path.endswith(".keras"):
+            raise ValueError(
+                f"Expected a `.keras` file saved with `encoder.save(...)`. Received: {path}"
+            )
+        return os.path.abspath(path)
+    if os.path.isdir(path):
+        preferred = os.path.join(path, ENCODER_FILENAME)
+        if os.path.isfile(preferred):
+            return os.path.abspath(preferred)
+        found = sorted(f for f in os.listdir(path) if f.endswith(".keras"))
+        if len(found) == 1:
+            return os.path.abspath(os.path.join(path, found[0]))
+        raise ValueError(
+            f"Cannot tell which encoder to export from the directory {path}: expected "
+            f"`{ENCODER_FILENAME}` or exactly one `.keras` file, found {found or 'none'}."
+        )
+    raise FileNotFoundError(f"No encoder `.keras` file or training output directory at {path}")
+
+
+def _next_version(base_dir):
+    versions = [int(name) for name in os.listdir(base_dir) if name.isdigit()]
+    return max(versions) + 1 if versions else 1
+
+
+def _check_version(version):
+    if isinstance(version, str) and version.isdigit():
+        version = int(version)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(
+            "`version` should be a non-negative integer (TF Serving's version "
+            f"directories are numeric). Received: `version`={version!r}"
+        )
+    return version
+
+
+def _package_root():
+    import keras_cosent
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(keras_cosent.__file__)))
+
+
+def _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures=True):
+    """Runs `_export_worker` under the TensorFlow backend; raises with its stderr."""
+    env = dict(os.environ, KERAS_BACKEND="tensorflow")
+    # The worker must import this same keras_cosent, even from a source checkout.
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (_package_root(), env.get("PYTHONPATH")) if p
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "keras_cosent.export._export_worker",
+        "--encoder",
+        encoder_file,
+        "--output",
+        export_dir,
+    ]
+    if max_length is not None:
+        command += ["--max-length", str(max_length)]
+    if not string_signatures:
+        command.append("--no-string-signatures")
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-25:])
+        raise RuntimeError(
+            f"Exporting {encoder_file} through the TensorFlow backend failed "
+            f"(exit code {result.returncode}; command: {' '.join(command)}).\n"
+            f"Worker output (last lines):\n{tail}"
+        )
+
+
+def _write_export(encoder_or_path, export_dir, max_length, string_signatures):
+    is_path = isinstance(encoder_or_path, (str, os.PathLike))
+    if keras.backend.backend() == "tensorflow":
+        from keras_cosent.export.serving_graph import write_serving_saved_model
+
+        encoder = encoder_or_path
+        if is_path:
+            encoder = keras.saving.load_model(_resolve_encoder_file(encoder_or_path))
+        write_serving_saved_model(
+            encoder, export_dir, max_length=max_length, string_signatures=string_signatures
+        )
+        return
+    if is_path:
+        _export_in_subprocess(
+            _resolve_encoder_file(encoder_or_path), export_dir, max_length, string_signatures
+        )
+        return
+    # Validate here so that a bad `max_length` fails before the slow subprocess.
+    from keras_cosent.export.serving_graph import resolve_max_length
+
+    resolve_max_length(encoder_or_path, max_length)
+    with tempfile.TemporaryDirectory(prefix="keras-cosent-export-") as scratch:
+        encoder_file = os.path.join(scratch, ENCODER_FILENAME)
+        encoder_or_path.save(encoder_file)
+        _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures)
+
+
+def export_saved_model(
+    encoder_or_path,
+    base_dir,
+    version=None,
+    max_length=None,
+    overwrite=False,
+    string_signatures=True,
+):
+    """Exports a sentence encoder as `<base_dir>/<version>/` for TF Serving.
+
+    The SavedModel has three signatures (see `README_EXPORT.md`):
+    `serving_default` (`sentences` tf.string `[None]` -> `embeddings` float32
+    `[None, dim]`, tokenised in the graph), `encode_tokens` (`token_ids`,
+    `padding_mask`, `segment_ids`, all int32 `[None, None]`, padding_mask 1 for
+    tokens and 0 for padding -> `embeddings`; core TensorFlow ops only) and
+    `similarity` (`sentences1`, `sentences2` -> `cosine` float32 `[None]`).
+    Embeddings are L2-normalised. Works from any Keras backend: off TensorFlow,
+    the export runs in a `KERAS_BACKEND=tensorflow` subprocess.
+
+    Args:
+        encoder_or_path: a `keras_cosent.models.SentenceEncoder`, the path of
+            one saved with `encoder.save("x.keras")`, or a `keras-cosent train`
+            output directory (holding `encoder.keras`).
+        base_dir: the model's base path (TF Serving's `--model_base_path`);
+            created when missing.
+        version: integer version directory; `None` takes the next integer
+            after the existing numeric sub-directories (1 when there are none).
+        max_length: tokens per sentence (with [CLS] and [SEP]) the string
+            signatures truncate to; `None` keeps `encoder.max_length`, the
+            training length. Batches are padded to their longest sentence only.
+        overwrite: replace an existing `<base_dir>/<version>`; otherwise an
+            existing version raises `FileExistsError`.
+        string_signatures: include the signatures that tokenise in the graph
+            (`serving_default` on sentences, `similarity`), which need
+            TensorFlow Text ops in the server. `False` writes a core-ops-only
+            model whose `serving_default` is `encode_tokens`, for servers built
+            without (or with too old a) TensorFlow Text.
+
+    Returns:
+        The path of the written version directory, as a string.
+
+    Example:
+
+    >>> import tempfile
+    >>> import keras_cosent
+    >>> encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(  # doctest: +SKIP
+    ...     "path/to/all-MiniLM-L6-v2", max_length=128)
+    >>> base = tempfile.mkdtemp()
+    >>> keras_cosent.export.export_saved_model(encoder, base)  # doctest: +SKIP
+    '/tmp/.../1'
+    >>> keras_cosent.export.export_saved_model("runs/sts/encoder.keras", base)  # doctest: +SKIP
+    '/tmp/.../2'
+    """
+    base_dir = os.path.abspath(os.fspath(base_dir))
+    if os.path.exists(base_dir) and not os.path.isdir(base_dir):
+        raise NotADirectoryError(f"`base_dir` {base_dir} exists and is not a directory")
+    os.makedirs(base_dir, exist_ok=True)
+    version = _next_version(base_dir) if version is None else _check_version(version)
+    final_dir = os.path.join(base_dir, str(version))
+    if os.path.exists(final_dir) and not overwrite:
+        raise FileExistsError(
+            f"Version {version} already exists at {final_dir}; pass `overwrite=True` "
+            "to replace it, or another `version` (None picks the next free one)."
+        )
+
+    # Hidden and non-numeric, so TF Serving's version scan skips it; on the same
+    # filesystem as final_dir, so the rename below is atomic.
+    staging = tempfile.mkdtemp(prefix=f".tmp-export-{version}-", dir=base_dir)
+    try:
+        # tf.saved_model.save wants to create the directory's contents itself.
+        export_dir = os.path.join(staging, "saved_model")
+        _write_export(encoder_or_path, export_dir, max_length, string_signatures)
+        if os.path.exists(final_dir):
+            if not overwrite:  # another writer got there while we exported
+                raise FileExistsError(
+                    f"Version {version} appeared at {final_dir} during the export; "
+                    "pass `overwrite=True` to replace it."
+                )
+            # Move the old version aside first: rename cannot replace a
+            # non-empty directory.
+            os.rename(final_dir, os.path.join(staging, "replaced"))
+        os.rename(export_dir, final_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final_dir

