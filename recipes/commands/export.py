@@ -16,15 +16,20 @@ from recipes.errors import CliError
 @click.option("--max-length", type=click.IntRange(min=3), default=None, show_default="the model's",
               help="Tokens per sentence the string signatures cut to, [CLS] and [SEP] "
               "included.")
+@click.option("--string-signatures/--no-string-signatures", default=True, show_default=True,
+              help="Include the signatures that take raw sentences (tokenised in the graph, "
+              "so the server needs TensorFlow Text); --no-string-signatures writes a "
+              "core-ops-only model whose serving_default takes token ids.")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace an existing BASE_DIR/VERSION.")
 @pass_environment
-def export(env, model, base_dir, version, max_length, overwrite):
+def export(env, model, base_dir, version, max_length, string_signatures, overwrite):
     """Export MODEL to BASE_DIR/VERSION as a SavedModel for TF Serving.
 
     BASE_DIR is TF Serving's --model_base_path. The SavedModel takes raw
     sentences (serving_default), token ids (encode_tokens) or two lists of
-    sentences (similarity) and returns L2-normalised embeddings or cosines.
+    sentences (similarity) and returns L2-normalised embeddings or cosines;
+    check-serving tells which TF Serving builds can load it.
     Works from every backend (off TensorFlow, a TensorFlow subprocess writes it).
     """
     target = os.path.join(base_dir, str(version)) if version is not None else None
@@ -37,7 +42,7 @@ def export(env, model, base_dir, version, max_length, overwrite):
 
     path = export_saved_model(
         encoder_or_saved_path(model), base_dir, version=version, max_length=max_length,
-        overwrite=overwrite,
+        overwrite=overwrite, string_signatures=string_signatures,
     )
     env.log(path)
     env.note(f"exported; check what TF Serving needs with: keras-cosent check-serving {path}")

@@ -30,3 +30,12 @@ def test_export_then_check_serving(cli, trained_run, tmp_path):
     assert "serving_default" in result.stdout and "encode_tokens" in result.stdout
     audit = json.loads((tmp_path / "audit.json").read_text())
     assert audit["signatures"]["encode_tokens"]["core_only"]
+    assert not audit["signatures"]["serving_default"]["core_only"]
+
+    result = cli("export", trained_run["output"], tmp_path / "base", "--no-string-signatures")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(tmp_path / "base" / "2")
+    result = cli("check-serving", tmp_path / "base" / "2", "--json", tmp_path / "core.json")
+    assert result.exit_code == 0, result.output
+    audit = json.loads((tmp_path / "core.json").read_text())
+    assert all(signature["core_only"] for signature in audit["signatures"].values())
