@@ -251,7 +251,31 @@ class PairBatches(keras.utils.PyDataset):
                 stacklevel=3,
             )
         self.stats = stats
-        return [np.asarray(b, dtype="int64") for b in batches]
+        batches = [np.asarray(b, dtype="int64") for b in batches]
+        self._vary_leading_lengths(batches)
+        return batches
+
+    def _batch_length(self, rows):
+        """Padded length of the batch made of `rows`, as `__getitem__` pads it."""
+        return padded_length(self._row_lengths[rows].max(), self.pad_to_multiple_of, self.max_length)
+
+    def _vary_leading_lengths(self, batches):
+        """Gives batches 0 and 1 different padded lengths whenever the epoch has several.
+
+        On TensorFlow, Keras fixes the input signature of a PyDataset from its
+        first two batches: if both pad to the same length, that length becomes
+        static and the first longer batch fails inside `fit`. Swapping one batch
+        into second place changes only the batch order, not what is in a batch.
+        """
+        if len(batches) < 3:
+            return
+        first = self._batch_length(batches[0])
+        if self._batch_length(batches[1]) != first:
+            return
+        for j in range(2, len(batches)):
+            if self._batch_length(batches[j]) != first:
+                batches[1], batches[j] = batches[j], batches[1]
+                return
 
     def _fill_unique(self, order, stats):
         """First-fit of rows into the fixed number of batches, no text twice per batch."""
@@ -339,9 +363,7 @@ class PairBatches(keras.utils.PyDataset):
         """Fraction of the token positions in this epoch's batches that are padding."""
         positions = 0
         for rows in self._batches:
-            longest = self._row_lengths[rows].max()
-            length = padded_length(longest, self.pad_to_multiple_of, self.max_length)
-            positions += len(rows) * self.dataset.num_columns * length
+            positions += len(rows) * self.dataset.num_columns * self._batch_length(rows)
         return 1.0 - self.num_tokens / positions
 
 

@@ -284,3 +284,31 @@ def test_feeds_model_fit():
     losses = history.history["loss"]
     assert np.isfinite(losses).all() and losses[-1] < losses[0]
     assert batches._epoch >= 3  # fit reshuffled after every epoch
+
+
+def _short_then_long_dataset():
+    # 32 short rows then 8 long ones: unshuffled, batches 0 and 1 pad to 8
+    # tokens and batch 2 to 24, the layout that made TensorFlow fix the length.
+    short = [f"w{i} x{i}" for i in range(32)]
+    long = [" ".join(f"l{i}_{k}" for k in range(20)) for i in range(8)]
+    texts = short + long
+    labels = np.array([i % 2 for i in range(40)], "float32")
+    return PairDataset(columns=[texts, [t + " y" for t in texts]], labels=labels, source="lengths")
+
+
+def test_first_two_batches_differ_in_length_when_the_epoch_has_several():
+    batches = PairBatches(_short_then_long_dataset(), tokenize, batch_size=16, shuffle=False)
+    lengths = [batches[i][0]["token_ids"].shape[-1] for i in range(len(batches))]
+    assert len(set(lengths)) > 1
+    assert lengths[0] != lengths[1]
+    assert sorted(np.concatenate(batches._batches).tolist()) == list(range(40))
+
+
+def test_fit_accepts_a_longer_batch_after_two_equal_ones():
+    # Keras infers a PyDataset's TensorFlow signature from its first two batches.
+    batches = PairBatches(_short_then_long_dataset(), tokenize, batch_size=8, shuffle=False)
+    model = MeanEmbeddingModel()
+    model.compile(optimizer=keras.optimizers.Adam(0.05),
+                  loss=lambda y, p: ops.mean(ops.square(y - pair_cosine(p))))
+    history = model.fit(batches, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
