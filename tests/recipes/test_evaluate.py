@@ -43,6 +43,8 @@ def test_evaluate_a_checkpoint_directory(cli, tiny_checkpoint, trained_run):
 def test_unknown_model_is_a_one_line_error(cli, trained_run):
     result = cli("evaluate", "no/such/model", trained_run["dev"])
     assert_one_line_error(result, "no/such/model")
+    result = cli("evaluate", "no_such_preset", trained_run["dev"])
+    assert_one_line_error(result, "no_such_preset", "keras-hub preset")
 
 
 def test_wrong_format_is_a_one_line_error(cli, trained_run):
