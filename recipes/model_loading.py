@@ -96,4 +96,13 @@ def load_encoder(model, pooling="mean", max_length=None):
         options = {} if max_length is None else {"max_length": int(max_length)}
         return SentenceEncoder.from_checkpoint(checkpoint, pooling=pooling, **options)
     except (ValueError, OSError) as error:
-        raise CliError(f"cannot load MODEL {model!r}: {one_line(error)}") from error
+        reason = one_line(error)
+        if not os.path.exists(model):
+            # keras-hub lists every kind of handle it accepts; its first
+            # sentence is the part that concerns this MODEL.
+            reason = reason.split(". ")[0]
+            raise CliError(
+                f"MODEL {model!r} is not a train output directory, a .keras file, a "
+                f"checkpoint directory or a keras-hub preset ({reason})"
+            ) from error
+        raise CliError(f"cannot load MODEL {model!r}: {reason}") from error

@@ -74,8 +74,11 @@ def write_metrics(directory, rows):
         f.write("\n")
 
 
-def plot_training(path, rows, spearman_key=None):
-    """Saves a PNG of training loss (and dev Spearman, when present) per epoch."""
+def plot_training(path, rows, spearman_key=None, initial_spearman=None):
+    """Saves a PNG of training loss (and dev Spearman, when present) per epoch.
+
+    `initial_spearman`, the score before training, is drawn at epoch 0.
+    """
     import matplotlib
 
     # No display on servers and in CI: draw to a file only.
@@ -89,11 +92,15 @@ def plot_training(path, rows, spearman_key=None):
     axes = list(axes) if has_dev else [axes]
     axes[0].plot(epochs, [row.get("loss") for row in rows], marker="o")
     axes[0].set(title="training loss", xlabel="epoch", ylabel="loss")
+    axes[0].set_xticks(epochs)
     if has_dev:
-        axes[1].plot(epochs, spearman, marker="o", color="tab:green")
-        axes[1].set(title="dev Spearman x 100", xlabel="epoch", ylabel="Spearman x 100")
+        dev_epochs = ([0] if initial_spearman is not None else []) + epochs
+        dev_values = ([initial_spearman] if initial_spearman is not None else []) + spearman
+        axes[1].plot(dev_epochs, dev_values, marker="o", color="tab:green")
+        axes[1].set(title="dev Spearman x 100", xlabel="epoch (0: before training)",
+                    ylabel="Spearman x 100")
+        axes[1].set_xticks(dev_epochs)
     for axis in axes:
-        axis.set_xticks(epochs)
         axis.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=100)

@@ -56,7 +56,12 @@ class SoftmaxClassifierModel(keras.Model):
 
 
 def read_datasets(config):
-    """The train, dev and test `PairDataset`s the configuration names (dev/test may be None)."""
+    """Reads the data the configuration names.
+
+    Returns:
+        `(train, train_format, dev, test)`: `PairDataset`s (dev and test may be
+        None) and the format `train` was read in.
+    """
     columns = parse_text_columns(config["text_columns"])
     label_column = config["label_column"]
     if config["train"] is None:
@@ -66,7 +71,7 @@ def read_datasets(config):
     train = data_loading.read_training_set(
         train_file, train_format, config["loss"], columns, label_column
     )
-    splits = {"train": (train, train_format)}
+    evaluation = {}
     for split in ("dev", "test"):
         path, data_format = config[split], config["eval_format"]
         if split == "dev" and path is None and config["train"] is None:
@@ -76,8 +81,8 @@ def read_datasets(config):
             dataset = data_loading.read_scored_pairs(
                 path, data_format, columns, label_column, option=f"--{split}"
             )
-        splits[split] = (dataset, data_format)
-    return splits
+        evaluation[split] = dataset
+    return train, train_format, evaluation["dev"], evaluation["test"]
 
 
 def build_loss(config, train, train_format):
@@ -110,8 +115,7 @@ def train_encoder(config, directory, env):
     Returns:
         The final evaluation results, `{split: {"pairs", "spearman", "pearson"}}`.
     """
-    splits = read_datasets(config)
-    (train, train_format), (dev, _), (test, _) = splits["train"], splits["dev"], splits["test"]
+    train, train_format, dev, test = read_datasets(config)
     keras.utils.set_random_seed(config["seed"])
     previous_policy = keras.mixed_precision.global_policy()
     if config["mixed_precision"]:
@@ -174,8 +178,13 @@ def train_encoder(config, directory, env):
     encoder.save(directory / ENCODER_FILE)
     rows = reporting.history_rows(history.history, percent_suffixes=("_spearman", "_pearson"))
     reporting.write_metrics(directory, rows)
-    spearman_key = f"{DEV_NAME}_spearman" if dev is not None else None
-    reporting.plot_training(directory / reporting.PLOT_FILE, rows, spearman_key)
+    if dev is None:
+        reporting.plot_training(directory / reporting.PLOT_FILE, rows)
+    else:
+        reporting.plot_training(
+            directory / reporting.PLOT_FILE, rows, f"{DEV_NAME}_spearman",
+            initial_spearman=results["dev_before_training"]["spearman"],
+        )
     with open(directory / reporting.RESULTS_FILE, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2)
         f.write("\n")

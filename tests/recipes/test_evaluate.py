@@ -43,8 +43,20 @@ def test_evaluate_a_checkpoint_directory(cli, tiny_checkpoint, trained_run):
 def test_unknown_model_is_a_one_line_error(cli, trained_run):
     result = cli("evaluate", "no/such/model", trained_run["dev"])
     assert_one_line_error(result, "no/such/model")
+    result = cli("evaluate", "no_such_preset", trained_run["dev"])
+    assert_one_line_error(result, "no_such_preset", "keras-hub preset")
 
 
 def test_wrong_format_is_a_one_line_error(cli, trained_run):
     result = cli("evaluate", trained_run["output"], trained_run["dev"], "--format", "sts-benchmark")
     assert_one_line_error(result, "dev.tsv:1", "7 TAB-separated fields")
+
+
+def test_evaluate_on_the_real_sts_benchmark_dev(cli, trained_run, shared_data, tmp_path):
+    out = tmp_path / "stsb.json"
+    result = cli("evaluate", trained_run["output"], shared_data / "stsbenchmark" / "sts-dev.csv",
+                 "--format", "sts-benchmark", "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["pairs"] == 1500
+    assert -100 <= record["spearman"] <= 100

@@ -42,7 +42,7 @@ def test_correlations_are_reported_times_100():
 
 def test_plot_is_a_png(tmp_path):
     rows = history_rows({"loss": [2.0, 1.5], "dev_spearman": [70.0, 80.0]})
-    plot_training(tmp_path / "with_dev.png", rows, "dev_spearman")
+    plot_training(tmp_path / "with_dev.png", rows, "dev_spearman", initial_spearman=60.0)
     plot_training(tmp_path / "loss_only.png", rows, None)
     for name in ("with_dev.png", "loss_only.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

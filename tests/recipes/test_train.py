@@ -148,3 +148,31 @@ def test_infonce_without_positive_pairs(cli, tmp_path):
     data = write_pair_tsv(tmp_path / "low.tsv", [("a b", "c d", 0.5), ("e f", "g h", 1.0)])
     result = cli("train", "--loss", "infonce", "--train", data, "--output", tmp_path / "run")
     assert_one_line_error(result, "low.tsv", "no pair is scored above 2.5")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["nli-cosent", "nli-simcse"])
+def test_nli_recipes_on_ocnli(cli, tiny_checkpoint, shared_data, tmp_path, recipe):
+    ocnli = shared_data / "ocnli"
+    result = cli("train", "--recipe", recipe, "--backbone", tiny_checkpoint,
+                 "--train", ocnli / "train.3k.json", "--dev", ocnli / "dev.json",
+                 "--epochs", 1, "--max-length", 32, "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
+    assert config["format"] == config["eval_format"] == "nli-jsonl"
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    with open(ocnli / "dev.json", encoding="utf-8") as f:
+        gold = sum(json.loads(line)["label"] != "-" for line in f if line.strip())
+    assert results["dev"]["pairs"] == gold
+
+
+@pytest.mark.slow
+def test_mixed_precision_trains_and_restores_the_policy(cli, tiny_checkpoint, small_train,
+                                                        tmp_path):
+    result = cli("train", "--mixed-precision", "--backbone", tiny_checkpoint,
+                 "--train", small_train, "--epochs", 1, "--batch-size", 8, "--max-length", 16,
+                 "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert keras.mixed_precision.global_policy().name == "float32"
+    encoder = keras.saving.load_model(tmp_path / "run" / "encoder.keras")
+    assert encoder.backbone.dtype_policy.name == "mixed_float16"
