@@ -2,7 +2,8 @@
 
 The settings are those of `keras-cosent train` in bench/quality.py: batch 16,
 AdamW lr 2e-5 with 10% linear warm-up then linear decay, weight decay 0.01,
-max 64 tokens, mean pooling (the checkpoint's own), pairs shuffled every epoch,
+max 64 tokens, mean pooling (the checkpoint's own), no weight decay on biases and
+LayerNorm weights, pairs shuffled every epoch,
 nothing selected on test. The loop is written out (rather than going through the
 Trainer, which needs the `datasets` package) so that each step is exactly the
 model's forward, the library's loss and AdamW. Prints one JSON line with
@@ -50,7 +51,14 @@ def main():
     model = SentenceTransformer(minilm_path(), device="cpu")
     model.max_seq_length = args.max_length
     loss_fn = CoSENTLoss(model, scale=20.0)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    # As the Hugging Face Trainer that sentence-transformers trains with (and
+    # keras-cosent train): no weight decay on biases and LayerNorm weights.
+    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=args.lr,
+    )
     steps_per_epoch = -(-len(s1) // args.batch_size)
     total = steps_per_epoch * args.epochs
     sched = get_linear_schedule_with_warmup(opt, int(0.1 * total), total)

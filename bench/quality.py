@@ -1,11 +1,18 @@
 """Side-by-side quality benchmark: STS fine-tuning with keras-cosent vs sentence-transformers.
 
-For each backend, runs `keras-cosent train` (the recipe users run) and, in the same
-session, the peer script bench/peer_sts.py with the same settings, then prints
-dev and test Spearman x 100 for each. Usage:
+Runs, one after the other in this invocation, the peer script bench/peer_sts.py
+(sentence-transformers' CoSENTLoss) and `keras-cosent train --recipe sts-cosent`
+(the command users run) on each backend and loss asked for, all from the packaged
+all-MiniLM-L6-v2 with the same settings, and prints dev and test Spearman x 100,
+the wall time of each whole process and its ratio to the peer's. The JSON is
+rewritten after every run, so an interrupted benchmark keeps what finished.
 
-    .venv/bin/python bench/quality.py --data sts-benchmark --epochs 4 \
-        --backends tensorflow,jax,torch --json bench/results/quality-en.json
+    .venv/bin/python bench/quality.py --data sts-benchmark \
+        --runs peer,tensorflow,jax,torch --json bench/results/quality-en.json
+    .venv/bin/python bench/quality.py --data sts-b-zh \
+        --runs peer,jax,jax:sbert-softmax,jax:cosine-mse --json bench/results/quality-zh.json
+
+A run is `peer`, a backend (CoSENT), or `backend:loss` with a `train --loss`.
 """
 
 import argparse
@@ -46,3 +53,96 @@ def load_splits(data):
         ds = read_dataset(path, fmt)
         out[split] = (list(ds.columns[0]), list(ds.columns[1]), [float(v) for v in ds.labels])
     return out
+
+
+def peer_command(data, epochs):
+    return [sys.executable, str(REPO_ROOT / "bench" / "peer_sts.py"), "--data", data,
+            "--epochs", str(epochs)]
+
+
+def keras_command(data, epochs, backend, loss, output):
+    fmt, paths = split_paths(data)
+    return [sys.executable, "-m", "recipes", "train", "--recipe", "sts-cosent",
+            "--backend", backend, "--loss", loss, "--format", fmt,
+            "--train", paths["train"], "--dev", paths["dev"], "--test", paths["test"],
+            "--epochs", str(epochs), "--output", str(output)]
+
+
+def run_one(spec, data, epochs, runs_dir, log):
+    """Runs one stack in a subprocess; returns its result row."""
+    if spec == "peer":
+        stack, loss = "sentence-transformers", "cosent"
+        output = None
+        cmd = peer_command(data, epochs)
+    else:
+        backend, _, loss = spec.partition(":")
+        loss = loss or "cosent"
+        stack = f"keras-{backend}"
+        output = runs_dir / f"{data}-{backend}-{loss}"
+        cmd = keras_command(data, epochs, backend, loss, output)
+    print(f"[{time.strftime('%H:%M:%S')}] {spec}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+    log.write(f"\n### {spec}: {' '.join(cmd)}\n")
+    log.flush()
+    start = time.time()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
+    seconds = time.time() - start
+    log.write(proc.stdout)
+    log.flush()
+    if proc.returncode != 0:
+        raise SystemExit(f"{spec} failed with exit code {proc.returncode}; see {log.name}")
+    if output is None:
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        dev, test = result["dev_spearman"], result["test_spearman"]
+    else:
+        with open(output / "results.json", encoding="utf-8") as f:
+            result = json.load(f)
+        dev, test = result["dev"]["spearman"], result["test"]["spearman"]
+    return {"run": spec, "stack": stack, "loss": loss, "data": data, "epochs": epochs,
+            "dev_spearman": round(dev, 2), "test_spearman": round(test, 2),
+            "wall_seconds": round(seconds, 1), "command": " ".join(cmd)}
+
+
+def table(rows):
+    peer = next((r for r in rows if r["run"] == "peer"), None)
+    lines = ["| run | loss | dev Spearman | test Spearman | test - peer | wall s | wall / peer |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        gap = f"{r['test_spearman'] - peer['test_spearman']:+.2f}" if peer else "-"
+        ratio = f"{r['wall_seconds'] / peer['wall_seconds']:.2f}" if peer else "-"
+        lines.append(f"| {r['stack']} | {r['loss']} | {r['dev_spearman']:.2f} | "
+                     f"{r['test_spearman']:.2f} | {gap} | {r['wall_seconds']:.0f} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", choices=sorted(DATA), default="sts-benchmark")
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--runs", default="peer,tensorflow,jax,torch",
+                   help="comma-separated: peer, a backend, or backend:loss")
+    p.add_argument("--json", default=None, help="write the rows here after every run")
+    p.add_argument("--runs-dir", default=None, help="train outputs (default: a temporary folder)")
+    args = p.parse_args()
+
+    import pathlib
+
+    runs_dir = pathlib.Path(args.runs_dir or tempfile.mkdtemp(prefix="keras-cosent-quality-"))
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    log_path = runs_dir / f"quality-{args.data}.log"
+    report = {"data": args.data, "epochs": args.epochs, "argv": sys.argv,
+              "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": []}
+    with open(log_path, "a", encoding="utf-8") as log:
+        for spec in args.runs.split(","):
+            row = run_one(spec.strip(), args.data, args.epochs, runs_dir, log)
+            row["load_average"] = [round(x, 2) for x in os.getloadavg()]
+            report["rows"].append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            if args.json:
+                with open(args.json, "w", encoding="utf-8") as f:
+                    json.dump(report, f, indent=2)
+                    f.write("\n")
+    print(table(report["rows"]))
+
+
+if __name__ == "__main__":
+    main()

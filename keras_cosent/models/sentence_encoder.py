@@ -12,6 +12,8 @@ modes only, and its `from_preset` would lose the exact-GELU and accent fixes
 on reload (see `keras_cosent.models.checkpoints`).
 """
 
+import contextlib
+
 import keras
 import numpy as np
 
@@ -265,7 +267,8 @@ class SentenceEncoder(keras.Model):
             batch = pad_batch(
                 rows + [rows[-1]] * filler, pad_id=self.pad_id, max_length=self.max_length
             )
-            embeddings = self.predict_on_batch(batch)
+            with fused_attention_at_inference(self):
+                embeddings = self.predict_on_batch(batch)
             out[index] = keras.ops.convert_to_numpy(embeddings)[: len(rows)]
             if bar is not None:
                 bar.add(len(rows))
@@ -338,6 +341,35 @@ class SentenceEncoder(keras.Model):
         if config.get("tokenizer") is not None:
             config["tokenizer"] = keras.layers.deserialize(config["tokenizer"])
         return cls(**config)
+
+
+@contextlib.contextmanager
+def fused_attention_at_inference(model):
+    """Lets attention layers take the fused path while `model` runs inference.
+
+    `keras.layers.MultiHeadAttention` only calls `ops.dot_product_attention`
+    (PyTorch's `scaled_dot_product_attention`, XLA's fused attention) when its
+    dropout rate is 0; BERT configs carry 0.1, so every forward pass takes the
+    explicit softmax(QK^T)V path, even at inference where the dropout is the
+    identity. Inside this context the rate reads 0, which changes nothing but the
+    kernel; it is restored on exit, so training still drops attention weights.
+    Functions traced inside it (JAX/TensorFlow predict functions) keep the fused
+    path, which is correct for inference only.
+    """
+    layers = [
+        layer
+        for layer in model._flatten_layers(include_self=False)
+        if isinstance(layer, keras.layers.MultiHeadAttention)
+        and getattr(layer, "_dropout", 0.0) > 0.0
+    ]
+    rates = [layer._dropout for layer in layers]
+    for layer in layers:
+        layer._dropout = 0.0
+    try:
+        yield
+    finally:
+        for layer, rate in zip(layers, rates):
+            layer._dropout = rate
 
 
 def _sequence_output(outputs):

@@ -11,7 +11,9 @@ WORDS = (
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ".", ",", "!"]
 
 
-def make_tiny_encoder(pooling="mean", max_length=16, exact_gelu=False, num_layers=2, seed=0):
+def make_tiny_encoder(
+    pooling="mean", max_length=16, exact_gelu=False, num_layers=2, seed=0, dropout=0.0
+):
     import keras
     import keras_hub
 
@@ -25,7 +27,7 @@ def make_tiny_encoder(pooling="mean", max_length=16, exact_gelu=False, num_layer
         num_heads=2,
         hidden_dim=16,
         intermediate_dim=32,
-        dropout=0.0,
+        dropout=dropout,
         max_sequence_length=32,
     )
     return SentenceEncoder(

@@ -139,6 +139,39 @@ def test_encode_restores_order_and_matches_call(tiny_encoder, batch):
     np.testing.assert_allclose(tiny_encoder.encode(TEXTS, batch_size=100), out, atol=1e-5)
 
 
+def test_encode_takes_fused_attention_only_at_inference(monkeypatch, batch):
+    from keras.src import ops as keras_src_ops
+
+    from tests.models.conftest import make_tiny_encoder
+
+    encoder = make_tiny_encoder(dropout=0.1)
+    attention = [
+        layer
+        for layer in encoder._flatten_layers()
+        if isinstance(layer, keras.layers.MultiHeadAttention)
+    ]
+    assert len(attention) == 2
+    calls = []
+    fused = keras_src_ops.dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(keras_src_ops, "dot_product_attention", spy)
+    # The explicit softmax(QK^T)V path outside `encode` is the reference.
+    explicit = _numpy(encoder(batch, training=False))
+    assert calls == []
+    out = encoder.encode(TEXTS, batch_size=len(TEXTS))
+    assert len(calls) >= 2  # once per layer per trace (or per eager run)
+    np.testing.assert_allclose(out, explicit, atol=1e-5)
+    # The rate is back, and training still drops attention weights.
+    assert [layer._dropout for layer in attention] == [0.1, 0.1]
+    a = _numpy(encoder(batch, training=True))
+    b = _numpy(encoder(batch, training=True))
+    assert np.abs(a - b).max() > 1e-4
+
+
 def test_encode_empty_list(tiny_encoder):
     out = tiny_encoder.encode([])
     assert out.shape == (0, 16) and out.dtype == np.float32
