@@ -11,7 +11,9 @@ if [ -z "$PY" ]; then
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.keras-cosent-installed
-want=$(cat setup.cfg scripts/bootstrap.sh | sha256sum | cut -c1-16)
+# The editable install maps the top-level packages that existed when it ran, so
+# a new one (e.g. recipes/ after keras_cosent/) must trigger a reinstall too.
+want=$( { cat setup.cfg scripts/bootstrap.sh; ls -d -- */__init__.py; } | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
