@@ -62,8 +62,8 @@ def peer_command(data, epochs):
 
 def keras_command(data, epochs, backend, loss, output):
     fmt, paths = split_paths(data)
-    return [sys.executable, "-m", "recipes", "train", "--recipe", "sts-cosent",
-            "--backend", backend, "--loss", loss, "--format", fmt,
+    return [sys.executable, "-m", "recipes", "train", "--backend", backend,
+            "--recipe", "sts-cosent", "--loss", loss, "--format", fmt,
             "--train", paths["train"], "--dev", paths["dev"], "--test", paths["test"],
             "--epochs", str(epochs), "--output", str(output)]
 

@@ -7,12 +7,38 @@ tests/recipes check that they match the library's.
 
 import click
 
+from recipes.context import BACKENDS
+from recipes.context import Environment
+
 FORMATS = ("sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "text-lines")
 LOSSES = ("cosent", "infonce", "simcse", "angle", "cosine-mse", "sbert-softmax")
 POOLINGS = ("mean", "cls", "max", "mean_sqrt_len", "weighted_mean", "first_last_avg")
 
 INPUT_FILE = click.Path(exists=True, dir_okay=False)
 POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)
+
+
+def backend_option(function):
+    """`--backend` on a command: `keras-cosent train --backend jax` as well as
+    `keras-cosent --backend jax train`. It wins over the group's option and
+    `KERAS_BACKEND`; Keras is imported only inside the command's body, after it.
+    """
+    return click.option(
+        "--backend",
+        type=click.Choice(BACKENDS),
+        default=None,
+        expose_value=False,
+        is_eager=True,
+        callback=_set_backend,
+        show_default="the group's --backend, else KERAS_BACKEND, else tensorflow",
+        help="Keras backend to run on; chosen before Keras is imported.",
+    )(function)
+
+
+def _set_backend(ctx, param, value):
+    if value is not None:
+        ctx.ensure_object(Environment).backend = value
+    return value
 
 
 def text_column_options(function):

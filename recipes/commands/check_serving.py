@@ -5,6 +5,7 @@ import json
 import click
 
 from recipes.context import pass_environment
+from recipes.options import backend_option
 
 
 @click.command(
@@ -14,6 +15,7 @@ from recipes.context import pass_environment
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               show_default="none",
               help="Also write the full audit to this JSON file.")
+@backend_option
 @pass_environment
 def check_serving(env, export_dir, json_path):
     """Audit the SavedModel in EXPORT_DIR (one version, e.g. BASE_DIR/1).

@@ -7,6 +7,7 @@ import click
 
 from recipes.context import pass_environment
 from recipes.errors import CliError
+from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import max_length_option
 
@@ -41,6 +42,7 @@ def read_sentences(stream, name):
               help="The .npy file to write: float32, one L2-normalised row per input line.")
 @batch_size_option()
 @max_length_option
+@backend_option
 @pass_environment
 def encode(env, model, input, output, batch_size, max_length):
     """Embed the sentences of INPUT (one per line; - reads stdin) with MODEL."""

@@ -8,6 +8,7 @@ import click
 from recipes.context import pass_environment
 from recipes.options import FORMATS
 from recipes.options import INPUT_FILE
+from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import max_length_option
 from recipes.options import parse_text_columns
@@ -25,6 +26,7 @@ from recipes.options import text_column_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               show_default="none",
               help="Also write the results to this JSON file.")
+@backend_option
 @pass_environment
 def evaluate(env, model, data, format, text_columns, label_column, batch_size, max_length,
              json_path):

@@ -5,6 +5,7 @@ import os
 import click
 
 from recipes.context import pass_environment
+from recipes.options import backend_option
 from recipes.errors import CliError
 
 
@@ -22,6 +23,7 @@ from recipes.errors import CliError
               "core-ops-only model whose serving_default takes token ids.")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace an existing BASE_DIR/VERSION.")
+@backend_option
 @pass_environment
 def export(env, model, base_dir, version, max_length, string_signatures, overwrite):
     """Export MODEL to BASE_DIR/VERSION as a SavedModel for TF Serving.

@@ -19,6 +19,7 @@ from recipes.options import INPUT_FILE
 from recipes.options import LOSSES
 from recipes.options import POOLINGS
 from recipes.options import POSITIVE_FLOAT
+from recipes.options import backend_option
 from recipes.options import text_column_options
 from recipes.presets import RECIPES
 from recipes.presets import apply_recipe
@@ -104,6 +105,7 @@ evaluates on its 80 dev pairs."""
               help="Run directory to create; an identical finished run there is reused.")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace a different keras-cosent run in --output.")
+@backend_option
 @pass_environment
 @click.pass_context
 def train(ctx, env, **options):

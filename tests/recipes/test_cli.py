@@ -85,6 +85,25 @@ def test_unknown_backend_is_a_one_line_error(cli):
     assert_one_line_error(result, "--backend", "numpy")
 
 
+@pytest.mark.parametrize("command", ["train", "evaluate", "encode", "export", "check-serving"])
+def test_backend_is_also_an_option_of_every_command(cli, command):
+    result = cli(command, "--backend", "numpy")
+    assert_one_line_error(result, "--backend", "numpy")
+    assert "--backend [tensorflow|jax|torch]" in cli(command, "--help").output
+
+
+def test_command_backend_wins_over_the_group_and_is_applied(cli, tmp_path):
+    current = keras.backend.backend()
+    other = next(b for b in BACKENDS if b != current)
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("a sentence\n")
+    # The command's --backend overrides the group's (here: the imported one).
+    result = cli("--backend", current, "encode", "--backend", other, "all-MiniLM-L6-v2",
+                 str(sentences), "-o", str(tmp_path / "e.npy"))
+    assert_one_line_error(result, "already imported", other)
+    assert not (tmp_path / "e.npy").exists()
+
+
 def test_unknown_backend_from_the_environment(cli, monkeypatch):
     monkeypatch.setenv("KERAS_BACKEND", "theano")
     result = cli("encode", "--help")
