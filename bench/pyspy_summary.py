@@ -48,8 +48,6 @@ def main():
     p.add_argument("--within", default="", help="count only stacks with a frame containing this")
     p.add_argument("--top", type=int, default=45)
     args = p.parse_args()
-    if not args.raw:
-        raise SystemExit("no profile given")
     print(summarise(args.raw, args.within, args.top))
 
 

@@ -189,6 +189,8 @@ def command_line(ctx, config):
     for param in ctx.command.params:
         if not isinstance(param, click.Option) or param.name in NOT_CONFIG:
             continue
+        if param.name == "backend":  # written once, before the command
+            continue
         value = config.get(param.name)
         if value is None or value is False:
             continue

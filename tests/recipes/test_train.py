@@ -55,6 +55,7 @@ def test_config_records_the_exact_run(trained_run):
     assert config["train"] == str(trained_run["train"])
     assert set(config["data_sha256"]) == {"train", "dev", "test"}
     assert record["command"].startswith(f"keras-cosent --backend {keras.backend.backend()} train ")
+    assert shlex.split(record["command"]).count("--backend") == 1
 
 
 def test_the_recorded_command_repeats_the_run(cli, trained_run, tmp_path):
