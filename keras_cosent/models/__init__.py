@@ -2,9 +2,18 @@
 
 `SentenceEncoder` embeds one column of sentences; `SiameseEncoder` runs it over
 every column of a pair/triplet batch for training. `default_checkpoint()` is the
-packaged all-MiniLM-L6-v2 folder.
+packaged all-MiniLM-L6-v2 folder. `HFBertTokenizer` (loaded on first use,
+as it imports keras-hub) lowercases like Hugging Face's BERT tokenizer.
 """
 
 from keras_cosent.models.checkpoints import default_checkpoint
 from keras_cosent.models.sentence_encoder import SentenceEncoder
 from keras_cosent.models.siamese_encoder import SiameseEncoder
+
+
+def __getattr__(name):
+    if name == "HFBertTokenizer":
+        from keras_cosent.models.hf_bert_tokenizer import HFBertTokenizer
+
+        return HFBertTokenizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,9 @@ not reproduce `transformers` are fixed here:
 - keras-hub's `BertTokenizer` lowercases but never strips accents, while
   Hugging Face strips them whenever it lowercases (unless `strip_accents` says
   otherwise), so "café" would become `[UNK]` instead of "cafe".
+- keras-hub lowercases with NFKC case folding ("，" becomes ","), Hugging Face
+  character by character without NFKC: lowercasing BERT checkpoints get
+  `HFBertTokenizer` (see its module).
 """
 
 import json
@@ -75,6 +78,20 @@ def tokenizer_kwargs(preset):
         # Hugging Face's BasicTokenizer strips accents whenever it lowercases.
         strip_accents = bool(config["do_lower_case"])
     return {"strip_accents": bool(strip_accents)}
+
+
+def uses_hf_bert_tokenizer(hf_config, preset):
+    """True for a lowercasing BERT checkpoint in Hugging Face format.
+
+    Those get `HFBertTokenizer`, which lowercases as `transformers` does;
+    keras-hub presets keep keras-hub's own tokenizer.
+    """
+    if not hf_config or hf_config.get("model_type") != "bert":
+        return False
+    config = read_hf_json(preset, "tokenizer_config.json")
+    if not config or not config.get("do_lower_case"):
+        return False
+    return config.get("tokenizer_class", "BertTokenizer") in ("BertTokenizer", "BertTokenizerFast")
 
 
 def hidden_act_is_exact_gelu(hf_config):

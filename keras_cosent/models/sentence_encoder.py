@@ -307,7 +307,12 @@ class SentenceEncoder(keras.Model):
             exact_gelu = checkpoints.hidden_act_is_exact_gelu(hf_config)
         with checkpoints.safetensors_checkpoint(preset) as readable:
             backbone = keras_hub.models.Backbone.from_preset(readable, dtype=dtype)
-            tokenizer = keras_hub.models.Tokenizer.from_preset(
+            tokenizer_cls = keras_hub.models.Tokenizer
+            if checkpoints.uses_hf_bert_tokenizer(hf_config, preset):
+                from keras_cosent.models.hf_bert_tokenizer import HFBertTokenizer
+
+                tokenizer_cls = HFBertTokenizer
+            tokenizer = tokenizer_cls.from_preset(
                 readable, **checkpoints.tokenizer_kwargs(preset)
             )
         return cls(
@@ -339,6 +344,9 @@ class SentenceEncoder(keras.Model):
         config = dict(config)
         config["backbone"] = keras.layers.deserialize(config["backbone"])
         if config.get("tokenizer") is not None:
+            # Imported lazily (it needs keras-hub); importing registers it.
+            from keras_cosent.models import hf_bert_tokenizer  # noqa: F401
+
             config["tokenizer"] = keras.layers.deserialize(config["tokenizer"])
         return cls(**config)
 
