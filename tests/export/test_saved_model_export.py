@@ -262,7 +262,10 @@ def test_op_audit(served):
         info = signatures[name]
         assert not info["core_only"]
         assert {"FastWordpieceTokenizeWithOffsets", "RegexSplitWithOffsets",
-                "CaseFoldUTF8"} <= set(info["non_core_ops"])  # fmt: skip
+                "NormalizeUTF8"} <= set(info["non_core_ops"])  # fmt: skip
+        # HFBertTokenizer lowercases with core string ops, not TF Text's NFKC.
+        assert "CaseFoldUTF8" not in info["ops"]
+        assert "StringLower" in info["ops"]
         assert set(info["providers"].values()) == {"tensorflow_text"}
         assert "RaggedTensorToTensor" in info["ops"]  # core, not flagged
     text_info = report["tensorflow_text"]
@@ -272,7 +275,7 @@ def test_op_audit(served):
     rendered = keras_cosent.export.format_audit(report)
     assert "signature encode_tokens" in rendered
     assert "core TensorFlow ops only" in rendered
-    assert "NOT core TensorFlow: CaseFoldUTF8 (tensorflow_text)" in rendered
+    assert "NOT core TensorFlow: FastWordpieceTokenizeWithOffsets (tensorflow_text)" in rendered
     assert "needs >= 2.7" in rendered and "Op type not registered" in rendered
 
 

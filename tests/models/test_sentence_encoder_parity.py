@@ -1,8 +1,8 @@
 """The packaged all-MiniLM-L6-v2 against Hugging Face `transformers` and sentence-transformers.
 
 The references run in torch on CPU, independently of the Keras backend under
-test. They check keras-hub's conversion plus our two fixes: exact GELU and
-accent stripping.
+test. They check keras-hub's conversion plus our fixes: exact GELU, accent
+stripping and Hugging Face's lowercasing (full-width text, `HFBertTokenizer`).
 """
 
 import keras
@@ -19,6 +19,7 @@ SENTENCES = [
     "",
     "tokenization of unusual words: antidisestablishmentarianism, 3.14159, e-mail@example.com",
     "中文句子也可以编码。",
+    "全角标点，ＦＵＬＬ　ｗｉｄｔｈ！",
     "Short.",
     " ".join(["A very long sentence that keeps going"] * 30),  # > 128 tokens: truncated
 ]
@@ -128,7 +129,9 @@ def test_without_exact_gelu_the_difference_is_larger(encoder, hf_reference):
 
 def test_from_checkpoint_reads_exact_gelu_and_accents(encoder):
     assert encoder.exact_gelu is True
-    assert encoder.tokenizer.lowercase is True and encoder.tokenizer.strip_accents is True
+    # Lowercasing as transformers does (HFBertTokenizer), keras-hub's own off.
+    assert encoder.tokenizer.hf_lowercase is True and encoder.tokenizer.lowercase is False
+    assert encoder.tokenizer.strip_accents is True
     assert encoder.pooling == "mean" and encoder.max_length == MAX_LENGTH and encoder.pad_id == 0
 
 
@@ -139,6 +142,6 @@ def test_save_and_reload_keeps_exact_gelu_and_embeddings(encoder, tmp_path):
     assert isinstance(restored, SentenceEncoder) and restored.exact_gelu
     for layer in checkpoints.transformer_encoder_layers(restored.backbone):
         assert layer._feedforward_intermediate_dense.activation is keras.activations.gelu
-    assert restored.tokenizer.strip_accents is True
+    assert restored.tokenizer.strip_accents is True and restored.tokenizer.hf_lowercase
     # identical up to float32 rounding (TensorFlow's graph may fuse ops differently)
     np.testing.assert_allclose(restored.encode(SENTENCES), encoder.encode(SENTENCES), atol=1e-6)
