@@ -15,8 +15,8 @@ not reproduce `transformers` are fixed here:
   Hugging Face strips them whenever it lowercases (unless `strip_accents` says
   otherwise), so "café" would become `[UNK]` instead of "cafe".
 - keras-hub lowercases with NFKC case folding ("，" becomes ","), Hugging Face
-  character by character without NFKC: lowercasing BERT checkpoints get
-  `HFBertTokenizer` (see its module).
+  character by character without NFKC, and cleans control and format
+  characters first: BERT checkpoints get `HFBertTokenizer` (see its module).
 """
 
 import json
@@ -81,15 +81,15 @@ def tokenizer_kwargs(preset):
 
 
 def uses_hf_bert_tokenizer(hf_config, preset):
-    """True for a lowercasing BERT checkpoint in Hugging Face format.
+    """True for a BERT checkpoint in Hugging Face format with a WordPiece tokenizer.
 
-    Those get `HFBertTokenizer`, which lowercases as `transformers` does;
-    keras-hub presets keep keras-hub's own tokenizer.
+    Those get `HFBertTokenizer`, which cleans and lowercases text as
+    `transformers` does; keras-hub presets keep keras-hub's own tokenizer.
     """
     if not hf_config or hf_config.get("model_type") != "bert":
         return False
     config = read_hf_json(preset, "tokenizer_config.json")
-    if not config or not config.get("do_lower_case"):
+    if not config:
         return False
     return config.get("tokenizer_class", "BertTokenizer") in ("BertTokenizer", "BertTokenizerFast")
 

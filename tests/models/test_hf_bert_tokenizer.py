@@ -28,6 +28,8 @@ TRICKY = [
     "İstanbul, STRASSE, Straße",  # dotted capital I, sharp s
     "Café crème, naïve façade",  # accents stripped after lowercasing
     "private\ue000use and control\x07char",
+    "love\U0001fa77 pink",  # an emoji newer than Python 3.11's Unicode table: kept
+    "tab\tnew\nline\r\nend",
     "A man is playing a guitar.",
 ]
 
@@ -123,14 +125,30 @@ def test_saved_encoder_reloads_with_it(encoder, tmp_path):
     ]
 
 
-def test_without_lowercase_it_is_keras_hub_unchanged(minilm_path):
-    import keras_hub
+def test_cased_checkpoints_are_cleaned_like_hugging_face(tmp_path, minilm_path):
+    # A cased BERT folder: no lowercasing, no accent stripping, but Hugging Face
+    # still cleans the text (keras-hub alone leaves "no\xa0break" one [UNK] word).
+    transformers = pytest.importorskip("transformers")
+    vocab = (minilm_path / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    vocab += ["No", "Break", "Café", "Ｆｕｌｌ"]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text(
+        '{"do_lower_case": false, "tokenizer_class": "BertTokenizer"}', encoding="utf-8"
+    )
+    hf = transformers.BertTokenizer(str(tmp_path / "vocab.txt"), do_lower_case=False)
+    ours = HFBertTokenizer(vocabulary=str(tmp_path / "vocab.txt"), lowercase=False)
+    assert not ours.strip_accents
+    texts = ["No\xa0Break", "Café a\u200bb", "Ｆｕｌｌ，", *TRICKY]
+    for text in texts:
+        assert [101, *[int(i) for i in ours(text)], 102] == hf(text)["input_ids"], repr(text)
 
+
+def test_strip_accents_follows_lowercase_by_default(minilm_path):
     vocab = str(minilm_path / "vocab.txt")
-    ours = HFBertTokenizer(vocabulary=vocab, lowercase=False)
-    plain = keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=False)
-    for text in TRICKY:
-        np.testing.assert_array_equal(ours(text), plain(text))
+    assert HFBertTokenizer(vocabulary=vocab, lowercase=True).strip_accents is True
+    assert HFBertTokenizer(vocabulary=vocab, lowercase=False).strip_accents is False
+    kept = HFBertTokenizer(vocabulary=vocab, lowercase=True, strip_accents=False)
+    assert kept.strip_accents is False
 
 
 def test_docstring_example():
