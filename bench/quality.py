@@ -55,31 +55,37 @@ def load_splits(data):
     return out
 
 
-def peer_command(data, epochs):
+def seed_args(seed):
+    """`--seed N` when a seed is asked for; otherwise each side keeps its own default."""
+    return [] if seed is None else ["--seed", str(seed)]
+
+
+def peer_command(data, epochs, seed=None):
     return [sys.executable, str(REPO_ROOT / "bench" / "peer_sts.py"), "--data", data,
-            "--epochs", str(epochs)]
+            "--epochs", str(epochs)] + seed_args(seed)
 
 
-def keras_command(data, epochs, backend, loss, output):
+def keras_command(data, epochs, backend, loss, output, seed=None):
     fmt, paths = split_paths(data)
     return [sys.executable, "-m", "recipes", "train", "--backend", backend,
             "--recipe", "sts-cosent", "--loss", loss, "--format", fmt,
             "--train", paths["train"], "--dev", paths["dev"], "--test", paths["test"],
-            "--epochs", str(epochs), "--output", str(output)]
+            "--epochs", str(epochs), "--output", str(output)] + seed_args(seed)
 
 
-def run_one(spec, data, epochs, runs_dir, log):
+def run_one(spec, data, epochs, runs_dir, log, seed=None):
     """Runs one stack in a subprocess; returns its result row."""
     if spec == "peer":
         stack, loss = "sentence-transformers", "cosent"
         output = None
-        cmd = peer_command(data, epochs)
+        cmd = peer_command(data, epochs, seed)
     else:
         backend, _, loss = spec.partition(":")
         loss = loss or "cosent"
         stack = f"keras-{backend}"
-        output = runs_dir / f"{data}-{backend}-{loss}"
-        cmd = keras_command(data, epochs, backend, loss, output)
+        suffix = "" if seed is None else f"-seed{seed}"
+        output = runs_dir / f"{data}-{backend}-{loss}{suffix}"
+        cmd = keras_command(data, epochs, backend, loss, output, seed)
     print(f"[{time.strftime('%H:%M:%S')}] {spec}: {' '.join(cmd)}", file=sys.stderr, flush=True)
     log.write(f"\n### {spec}: {' '.join(cmd)}\n")
     log.flush()
@@ -98,7 +104,7 @@ def run_one(spec, data, epochs, runs_dir, log):
             result = json.load(f)
         dev, test = result["dev"]["spearman"], result["test"]["spearman"]
     return {"run": spec, "stack": stack, "loss": loss, "data": data, "epochs": epochs,
-            "dev_spearman": round(dev, 2), "test_spearman": round(test, 2),
+            "seed": seed, "dev_spearman": round(dev, 2), "test_spearman": round(test, 2),
             "wall_seconds": round(seconds, 1), "command": " ".join(cmd)}
 
 
@@ -122,6 +128,8 @@ def main():
                    help="comma-separated: peer, a backend, or backend:loss")
     p.add_argument("--json", default=None, help="write the rows here after every run")
     p.add_argument("--runs-dir", default=None, help="train outputs (default: a temporary folder)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed for every run (default: peer_sts.py's 0, keras-cosent train's 42)")
     args = p.parse_args()
 
     import pathlib
@@ -129,11 +137,11 @@ def main():
     runs_dir = pathlib.Path(args.runs_dir or tempfile.mkdtemp(prefix="keras-cosent-quality-"))
     runs_dir.mkdir(parents=True, exist_ok=True)
     log_path = runs_dir / f"quality-{args.data}.log"
-    report = {"data": args.data, "epochs": args.epochs, "argv": sys.argv,
+    report = {"data": args.data, "epochs": args.epochs, "seed": args.seed, "argv": sys.argv,
               "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": []}
     with open(log_path, "a", encoding="utf-8") as log:
         for spec in args.runs.split(","):
-            row = run_one(spec.strip(), args.data, args.epochs, runs_dir, log)
+            row = run_one(spec.strip(), args.data, args.epochs, runs_dir, log, args.seed)
             row["load_average"] = [round(x, 2) for x in os.getloadavg()]
             report["rows"].append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
