@@ -66,16 +66,17 @@ def _token_counts(sentences, max_length):
     return [min(len(ids) + 2, max_length) for ids in tok(list(sentences))]
 
 
-def _x8(n, max_length):
-    return min(-(-n // 8) * 8, max_length)
+def _round(n, multiple, max_length):
+    return min(-(-n // multiple) * multiple, max_length)
 
 
-def padded_lengths(batch_size=16, max_length=64, limit=None):
+def padded_lengths(batch_size=16, max_length=64, limit=None, multiple=1):
     """Padded length of each training sentence as PairBatches pads it.
 
     Both columns of a batch share one length: the batch's longest sentence,
-    rounded up to a multiple of 8 (the peer pads each column to its own
-    longest, unrounded, so this slightly overstates the peer's work).
+    rounded up to `multiple` (8 on JAX/TensorFlow, 1 on PyTorch; the peer pads
+    each column to its own longest, unrounded, so even multiple=1 slightly
+    overstates the peer's work).
     """
     from bench.common import read_sts_pairs
 
@@ -84,11 +85,11 @@ def padded_lengths(batch_size=16, max_length=64, limit=None):
     lengths = []
     for start in range(0, len(n1), batch_size):
         chunk = n1[start : start + batch_size] + n2[start : start + batch_size]
-        lengths.extend([_x8(max(chunk), max_length)] * len(chunk))
+        lengths.extend([_round(max(chunk), multiple, max_length)] * len(chunk))
     return np.array(lengths)
 
 
-def encode_lengths(batch_size=32, max_length=64):
+def encode_lengths(batch_size=32, max_length=64, multiple=1):
     """Padded length of each STS-B test sentence as `encode` pads it (sorted by length)."""
     from bench.common import read_sts_pairs
 
@@ -97,7 +98,7 @@ def encode_lengths(batch_size=32, max_length=64):
     lengths = []
     for start in range(0, len(n), batch_size):
         chunk = n[start : start + batch_size]
-        lengths.extend([_x8(max(chunk), max_length)] * len(chunk))
+        lengths.extend([_round(max(chunk), multiple, max_length)] * len(chunk))
     return np.array(lengths)
 
 
@@ -116,14 +117,20 @@ def main():
         if args.speed_json:
             with open(args.speed_json) as f:
                 args.pairs = json.load(f)["args"]["pairs"]
+    # The work counted is the least any stack that pads per batch does: each batch
+    # padded to its exact longest sentence (keras-torch's layout). JAX/TensorFlow
+    # round lengths up to a multiple of 8 and so do more; shown for reference.
     lens = padded_lengths(limit=args.pairs)
     fwd = np.mean([forward_flops(t) for t in lens])
     train_pair = 2 * 3 * fwd  # two sentences; backward ~ 2x forward
-    print(f"mean padded length {lens.mean():.1f} tokens; forward {fwd / 1e9:.2f} GFLOP/sentence; "
-          f"train {train_pair / 1e9:.2f} GFLOP/pair")
+    lens8 = padded_lengths(limit=args.pairs, multiple=8)
+    print(f"train: mean padded length {lens.mean():.1f} tokens (x8: {lens8.mean():.1f}); "
+          f"forward {fwd / 1e9:.2f} GFLOP/sentence; train {train_pair / 1e9:.2f} GFLOP/pair")
     enc_lens = encode_lengths()
     enc_fwd = np.mean([forward_flops(t) for t in enc_lens])
-    print(f"encode: mean padded length {enc_lens.mean():.1f} tokens; {enc_fwd / 1e9:.2f} GFLOP/sentence")
+    enc_lens8 = encode_lengths(multiple=8)
+    print(f"encode: mean padded length {enc_lens.mean():.1f} tokens (x8: {enc_lens8.mean():.1f}); "
+          f"{enc_fwd / 1e9:.2f} GFLOP/sentence")
     print(f"ceiling at {peak / 1e9:.0f} GFLOP/s: {peak / train_pair:.1f} train pairs/s, "
           f"{peak / enc_fwd:.0f} encoded sentences/s")
     out = {"matmul_flops": rates, "train_flops_per_pair": train_pair,

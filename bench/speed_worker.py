@@ -7,7 +7,9 @@ Both train the packaged all-MiniLM-L6-v2 with CoSENT, AdamW lr 2e-5, on the same
 first `--pairs` STS-B train pairs in the same order, batch `--batch-size`,
 `--max-length` tokens, padding each batch to its own longest sequence. The first
 epoch is warm-up (compilation, caches) and reported separately; the second is timed.
-Encoding speed is measured on the STS-B test sentences (both columns).
+Encoding speed is measured on the STS-B test sentences (both columns): a first
+pass (which compiles one function per padded length on JAX/TensorFlow) is
+reported separately, the second pass is the timed one.
 """
 
 import argparse
@@ -53,12 +55,27 @@ def run_peer(args, s1, s2, labels, test_sentences):
     timed = time.perf_counter() - t0
 
     model.eval()
-    model.encode(test_sentences[:64], batch_size=args.encode_batch_size)
+
+    def encode():
+        return model.encode(test_sentences, batch_size=args.encode_batch_size,
+                            normalize_embeddings=True, convert_to_numpy=True)
+
+    enc_first, enc, emb = time_encoding(encode)
+    return warm, timed, enc_first, enc, last_loss, emb.shape
+
+
+def time_encoding(encode):
+    """Times a first pass over the test set (compilation included), then a second.
+
+    Compiled stacks build one function per padded length the first time they see
+    it; the second pass is the steady state, the first is reported beside it.
+    """
     t0 = time.perf_counter()
-    emb = model.encode(test_sentences, batch_size=args.encode_batch_size,
-                       normalize_embeddings=True, convert_to_numpy=True)
-    enc = time.perf_counter() - t0
-    return warm, timed, enc, last_loss, emb.shape
+    encode()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    emb = encode()
+    return first, time.perf_counter() - t0, emb
 
 
 def run_keras(args, s1, s2, labels, test_sentences):
@@ -90,11 +107,9 @@ def run_keras(args, s1, s2, labels, test_sentences):
     t0 = time.perf_counter()
     hist = model.fit(batches, epochs=1, verbose=0)
     timed = time.perf_counter() - t0 + tokenise  # the peer tokenises inside its epoch
-    encoder.encode(test_sentences[:64], batch_size=args.encode_batch_size)
-    t0 = time.perf_counter()
-    emb = encoder.encode(test_sentences, batch_size=args.encode_batch_size)
-    enc = time.perf_counter() - t0
-    return warm, timed, enc, float(hist.history["loss"][-1]), emb.shape
+    enc_first, enc, emb = time_encoding(
+        lambda: encoder.encode(test_sentences, batch_size=args.encode_batch_size))
+    return warm, timed, enc_first, enc, float(hist.history["loss"][-1]), emb.shape
 
 
 def main():
@@ -114,7 +129,7 @@ def main():
     t1, t2, _ = read_sts_pairs("test")
     test_sentences = list(t1) + list(t2)
     runner = run_peer if args.stack == "peer" else run_keras
-    warm, timed, enc, loss, shape = runner(args, s1, s2, labels, test_sentences)
+    warm, timed, enc_first, enc, loss, shape = runner(args, s1, s2, labels, test_sentences)
     print(json.dumps({
         "stack": args.stack,
         "pairs": len(s1),
@@ -124,6 +139,8 @@ def main():
         "encode_sentences": len(test_sentences),
         "encode_s": round(enc, 2),
         "encode_sentences_per_s": round(len(test_sentences) / enc, 1),
+        "encode_first_s": round(enc_first, 2),
+        "encode_first_sentences_per_s": round(len(test_sentences) / enc_first, 1),
         "final_loss": round(loss, 4),
         "embedding_shape": list(shape),
         "peak_rss_mib": round(peak_rss_mib(), 0),

@@ -1,20 +1,46 @@
 """Turns tokenised sentences into one padded batch, padded to the batch's own length.
 
-Padding to the longest sequence in the batch (rounded up to a multiple, so that
-compiled train steps see few distinct shapes) rather than to a global maximum is
-what keeps CPU training fast. The encoder's `encode` and the training batches both
-go through `pad_batch`, so the two can never disagree on layout.
+Padding to the longest sequence in the batch rather than to a global maximum is
+what keeps CPU training fast. On JAX and TensorFlow the length is rounded up to a
+multiple of 8, so that compiled functions see few distinct shapes; PyTorch runs
+eagerly, so there every rounded-up token would be wasted work and the default is
+the batch's exact length (see `default_pad_to_multiple_of`). The encoder's `encode`
+and the training batches both go through `pad_batch`, so the two can never disagree
+on layout.
 """
 
+import keras
 import numpy as np
 
 
-def padded_length(longest, pad_to_multiple_of=8, max_length=None):
+def default_pad_to_multiple_of():
+    """The padding multiple used when none is given: 1 on PyTorch, 8 elsewhere.
+
+    JAX and TensorFlow (with XLA) compile the train step and the predict
+    function once per input shape, so rounding lengths up to a multiple of 8
+    bounds the compilations (at most 8 for 64 tokens). PyTorch runs eagerly and
+    compiles nothing, so padding beyond the batch's longest sequence only adds
+    work: about 10% of encoding time on the STS-B test set (BENCHMARKS.md).
+
+    Example:
+
+    >>> import keras
+    >>> from keras_cosent.data.padding import default_pad_to_multiple_of
+    >>> default_pad_to_multiple_of() == (1 if keras.backend.backend() == "torch" else 8)
+    True
+    """
+    return 1 if keras.backend.backend() == "torch" else 8
+
+
+def padded_length(longest, pad_to_multiple_of=None, max_length=None):
     """The length `pad_batch` pads a batch whose longest sequence is `longest` to.
 
     Exposed so that callers can count padding (e.g. `PairBatches.padding_ratio`)
     without building the arrays, and can never disagree with `pad_batch`.
+    `pad_to_multiple_of=None` means `default_pad_to_multiple_of()`.
     """
+    if pad_to_multiple_of is None:
+        pad_to_multiple_of = default_pad_to_multiple_of()
     multiple = max(int(pad_to_multiple_of or 1), 1)
     length = -(-max(int(longest), 1) // multiple) * multiple
     if max_length is not None:
@@ -22,7 +48,7 @@ def padded_length(longest, pad_to_multiple_of=8, max_length=None):
     return length
 
 
-def pad_batch(token_id_lists, pad_id=0, pad_to_multiple_of=8, max_length=None):
+def pad_batch(token_id_lists, pad_id=0, pad_to_multiple_of=None, max_length=None):
     """Pads a list of token-id sequences into BERT-style input arrays.
 
     Args:
@@ -30,6 +56,8 @@ def pad_batch(token_id_lists, pad_id=0, pad_to_multiple_of=8, max_length=None):
         pad_id: id written into padded positions.
         pad_to_multiple_of: round the padded length up to a multiple of this
             (1 disables rounding); never beyond `max_length` when it is set.
+            None: `default_pad_to_multiple_of()` (8 on JAX/TensorFlow, 1 on
+            PyTorch).
         max_length: optional cap; longer sequences raise, since truncation is
             the tokeniser's job.
 

@@ -12,6 +12,7 @@ import warnings
 import keras
 import numpy as np
 
+from keras_cosent.data.padding import default_pad_to_multiple_of
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.data.padding import padded_length
 from keras_cosent.data.pair_dataset import PairDataset
@@ -69,7 +70,9 @@ class PairBatches(keras.utils.PyDataset):
         length_buckets: chunk size, in batches, for length bucketing; 0 or 1
             disables it.
         pad_to_multiple_of: round each batch's length up to a multiple of
-            this, so compiled train steps see few distinct shapes.
+            this, so compiled train steps see few distinct shapes. None:
+            `keras_cosent.data.padding.default_pad_to_multiple_of()`, i.e. 8 on
+            JAX/TensorFlow and 1 (the batch's exact length) on eager PyTorch.
         max_length: optional cap on the padded length; a tokenised text longer
             than it is an error (truncation is the tokeniser's job).
         drop_remainder: drop the last, incomplete batch of each epoch.
@@ -83,7 +86,7 @@ class PairBatches(keras.utils.PyDataset):
     >>> def tokenize(texts):
     ...     return [np.array([101] + [len(w) for w in t.split()] + [102]) for t in texts]
     >>> ds = PairDataset([["a b", "c"], ["d", "e f g"]], np.array([1.0, 0.0]), "demo")
-    >>> batches = PairBatches(ds, tokenize, batch_size=2, seed=0)
+    >>> batches = PairBatches(ds, tokenize, batch_size=2, seed=0, pad_to_multiple_of=8)
     >>> x, y = batches[0]
     >>> x["token_ids"].shape, y.dtype
     ((2, 2, 8), dtype('float32'))
@@ -100,7 +103,7 @@ class PairBatches(keras.utils.PyDataset):
         label_mode="score",
         unique_texts=False,
         length_buckets=0,
-        pad_to_multiple_of=8,
+        pad_to_multiple_of=None,
         max_length=None,
         drop_remainder=False,
         **pydataset_kwargs,
@@ -131,6 +134,8 @@ class PairBatches(keras.utils.PyDataset):
                 "`length_buckets` should be a non-negative integer (0 disables bucketing). "
                 f"Received: `length_buckets`={length_buckets!r}"
             )
+        if pad_to_multiple_of is None:
+            pad_to_multiple_of = default_pad_to_multiple_of()
         if not _is_int(pad_to_multiple_of) or pad_to_multiple_of < 1:
             raise ValueError(
                 "`pad_to_multiple_of` should be a positive integer. "

@@ -130,9 +130,20 @@ def test_padding_layout(multiple, max_length):
         assert (x["segment_ids"] == 0).all()
 
 
+def test_default_padding_depends_on_whether_the_backend_compiles():
+    # Longest row: "a b c" = 5 tokens. JAX/TensorFlow compile per shape and round
+    # up to 8; eager PyTorch pads to the exact longest (rounding is wasted work).
+    ds = PairDataset([["a b c", "d"], ["e", "f g"]], np.array([1.0, 2.0]), "t")
+    x, _ = PairBatches(ds, tokenize, batch_size=2, shuffle=False)[0]
+    expected = 5 if keras.backend.backend() == "torch" else 8
+    assert x["token_ids"].shape == (2, 2, expected)
+    np.testing.assert_array_equal(x["padding_mask"].sum(-1), [[5, 3], [3, 4]])
+
+
 def test_pad_id_and_three_columns():
     ds = PairDataset([["a b c", "d"], ["e", "f g"], ["h", "i"]], np.array([1.0, 2.0]), "t")
-    x, _ = PairBatches(ds, tokenize, batch_size=2, pad_id=-1, shuffle=False)[0]
+    x, _ = PairBatches(ds, tokenize, batch_size=2, pad_id=-1, shuffle=False,
+                       pad_to_multiple_of=8)[0]
     assert x["token_ids"].shape == (2, 3, 8)
     assert (x["token_ids"][~x["padding_mask"]] == -1).all()
 
@@ -312,3 +323,13 @@ def test_fit_accepts_a_longer_batch_after_two_equal_ones():
                   loss=lambda y, p: ops.mean(ops.square(y - pair_cosine(p))))
     history = model.fit(batches, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+@pytest.mark.parametrize("module_name", ["keras_cosent.data.padding",
+                                         "keras_cosent.data.pair_batches"])
+def test_docstring_examples_run(module_name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module_name), verbose=False)
+    assert result.attempted > 0 and result.failed == 0

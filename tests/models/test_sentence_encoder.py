@@ -123,9 +123,11 @@ def test_tokenize_thousands_in_one_call(tiny_encoder):
 
 def test_preprocess_pads_to_batch_length(tiny_encoder):
     x = tiny_encoder.preprocess(["the cat sat", "a dog"])
-    assert x["token_ids"].shape == (2, 8) and x["padding_mask"].dtype == bool
+    # Rounded up to 8 where functions compile per shape, exact on eager PyTorch.
+    length = 5 if keras.backend.backend() == "torch" else 8
+    assert x["token_ids"].shape == (2, length) and x["padding_mask"].dtype == bool
     assert x["padding_mask"].sum(1).tolist() == [5, 4]
-    assert x["token_ids"][1, 4:].tolist() == [tiny_encoder.pad_id] * 4
+    assert x["token_ids"][1, 4:].tolist() == [tiny_encoder.pad_id] * (length - 4)
     x = tiny_encoder.preprocess([" ".join(["cat"] * 40)])
     assert x["token_ids"].shape == (1, 16)  # capped at max_length
 
