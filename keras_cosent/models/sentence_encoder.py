@@ -23,6 +23,7 @@ from keras_cosent.layers.l2_normalization import L2Normalization
 from keras_cosent.layers.pooling import POOLING_LAYERS
 from keras_cosent.layers.pooling import get_pooling
 from keras_cosent.models import checkpoints
+from keras_cosent.models.xla import resolve_jit_compile
 
 
 @keras_cosent_export
@@ -170,6 +171,19 @@ class SentenceEncoder(keras.Model):
         self.max_length = max_length
         self.exact_gelu = bool(exact_gelu)
         self.embedding_dim = int(outputs.shape[-1])
+        # `encode` runs the predict function; on TensorFlow make it XLA even on
+        # CPU, as `compile` does (see `resolve_jit_compile`).
+        if resolve_jit_compile(self) is True:
+            self.jit_compile = True
+
+    def compile(self, *args, jit_compile="auto", **kwargs):
+        """`keras.Model.compile`, with XLA on for TensorFlow even on CPU.
+
+        See `keras_cosent.models.xla.resolve_jit_compile`; pass
+        `jit_compile=False` to opt out.
+        """
+        jit_compile = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
+        super().compile(*args, jit_compile=jit_compile, **kwargs)
 
     @property
     def pad_id(self):
@@ -235,7 +249,9 @@ class SentenceEncoder(keras.Model):
 
         Sentences are sorted by length so that each batch pads little, run
         through the compiled predict function batch by batch, and returned in
-        the original order.
+        the original order. On JAX and TensorFlow (XLA, on by default) the
+        first call compiles one function per padded length (a multiple of 8);
+        later calls reuse them.
 
         Args:
             texts: list of str.

@@ -11,6 +11,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.models.xla import resolve_jit_compile
 
 
 @keras_cosent_export
@@ -65,13 +66,7 @@ class SiameseEncoder(keras.Model):
         padded to a multiple of 8 keep the number of compiled shapes small.
         Pass `jit_compile=False` to opt out.
         """
-        if (
-            jit_compile == "auto"
-            and keras.backend.backend() == "tensorflow"
-            and not kwargs.get("run_eagerly", False)
-            and getattr(self, "_distribute_strategy", None) is None
-        ):
-            jit_compile = True
+        jit_compile = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
         super().compile(*args, jit_compile=jit_compile, **kwargs)
 
     def build(self, input_shape=None):
