@@ -1,0 +1,67 @@
+"""Encoding speed of one keras stack in a fresh process, then after one `fit` epoch.
+
+Found TensorFlow's plain-graph predict running ~40% slower once `fit` had run
+(BENCHMARKS.md, run F), and checks the XLA predict function that fixed it. Usage:
+
+    KERAS_BACKEND=tensorflow .venv/bin/python bench/encode_after_fit.py [--jit-compile false]
+
+Prints one JSON line: seconds per encoding pass over the STS-B test sentences
+(both columns, batch 32), before and after training on `--pairs` train pairs.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pairs", type=int, default=256)
+    p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--jit-compile", choices=["default", "true", "false"], default="default",
+                   help="the encoder's jit_compile (default: the library's)")
+    args = p.parse_args()
+
+    import keras
+    import numpy as np
+
+    import keras_cosent
+    from bench.common import minilm_path
+    from bench.common import read_sts_pairs
+
+    t1, t2, _ = read_sts_pairs("test")
+    sentences = list(t1) + list(t2)
+    s1, s2, labels = read_sts_pairs("train", limit=args.pairs)
+    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
+        minilm_path(), pooling="mean", max_length=64)
+    if args.jit_compile != "default":
+        encoder.jit_compile = args.jit_compile == "true"
+    result = {"backend": keras.backend.backend(), "jit_compile": encoder.jit_compile}
+
+    def passes(tag):
+        for i in range(args.passes):
+            t0 = time.perf_counter()
+            encoder.encode(sentences, batch_size=32)
+            result[f"{tag}_pass{i + 1}_s"] = round(time.perf_counter() - t0, 2)
+
+    passes("fresh")
+    model = keras_cosent.models.SiameseEncoder(encoder)
+    model.compile(optimizer=keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01),
+                  loss=keras_cosent.losses.CoSENTLoss(scale=20.0))
+    data = keras_cosent.data.PairDataset(
+        columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
+    batches = keras_cosent.data.PairBatches(
+        data, encoder.tokenize, batch_size=16, pad_id=encoder.pad_id, shuffle=False, max_length=64)
+    t0 = time.perf_counter()
+    model.fit(batches, epochs=1, verbose=0)
+    result["fit_s"] = round(time.perf_counter() - t0, 1)
+    passes("after_fit")
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
