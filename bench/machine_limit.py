@@ -66,10 +66,6 @@ def _token_counts(sentences, max_length):
     return [min(len(ids) + 2, max_length) for ids in tok(list(sentences))]
 
 
-def _round(n, multiple, max_length):
-    return min(-(-n // multiple) * multiple, max_length)
-
-
 def padded_lengths(batch_size=16, max_length=64, limit=None, multiple=1):
     """Padded length of each training sentence as PairBatches pads it.
 
@@ -79,26 +75,28 @@ def padded_lengths(batch_size=16, max_length=64, limit=None, multiple=1):
     overstates the peer's work).
     """
     from bench.common import read_sts_pairs
+    from keras_cosent.data.padding import padded_length
 
     s1, s2, _ = read_sts_pairs("train", limit=limit)
     n1, n2 = _token_counts(s1, max_length), _token_counts(s2, max_length)
     lengths = []
     for start in range(0, len(n1), batch_size):
         chunk = n1[start : start + batch_size] + n2[start : start + batch_size]
-        lengths.extend([_round(max(chunk), multiple, max_length)] * len(chunk))
+        lengths.extend([padded_length(max(chunk), multiple, max_length)] * len(chunk))
     return np.array(lengths)
 
 
 def encode_lengths(batch_size=32, max_length=64, multiple=1):
     """Padded length of each STS-B test sentence as `encode` pads it (sorted by length)."""
     from bench.common import read_sts_pairs
+    from keras_cosent.data.padding import padded_length
 
     t1, t2, _ = read_sts_pairs("test")
     n = sorted(_token_counts(list(t1) + list(t2), max_length), reverse=True)
     lengths = []
     for start in range(0, len(n), batch_size):
         chunk = n[start : start + batch_size]
-        lengths.extend([_round(max(chunk), multiple, max_length)] * len(chunk))
+        lengths.extend([padded_length(max(chunk), multiple, max_length)] * len(chunk))
     return np.array(lengths)
 
 
