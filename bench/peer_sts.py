@@ -55,9 +55,12 @@ def main():
     # keras-cosent train): no weight decay on biases and LayerNorm weights.
     no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
     decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
+    # fused=True: SentenceTransformerTrainer builds its optimizer from transformers'
+    # TrainingArguments, whose default is optim="adamw_torch_fused" with torch >= 2.8.
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
         lr=args.lr,
+        fused=True,
     )
     steps_per_epoch = -(-len(s1) // args.batch_size)
     total = steps_per_epoch * args.epochs
