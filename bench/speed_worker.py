@@ -2,7 +2,8 @@
 
 Stacks: `peer` (sentence-transformers on PyTorch, its own CoSENTLoss and AdamW,
 tokenising each batch as its data collator does) and `tensorflow`/`jax`/`torch`
-(keras-cosent through `model.fit` with the backend's default compilation).
+(keras-cosent through `model.fit` with the backend's default compilation and
+the recipes' optimizer, `recipes.optimizers.adamw`).
 Both train the packaged all-MiniLM-L6-v2 with CoSENT, AdamW lr 2e-5, on the same
 first `--pairs` STS-B train pairs in the same order, batch `--batch-size`,
 `--max-length` tokens, padding each batch to its own longest sequence. The first
@@ -87,13 +88,16 @@ def run_keras(args, s1, s2, labels, test_sentences):
 
     import keras_cosent
     from bench.common import minilm_path
+    from recipes.optimizers import adamw
 
     keras.utils.set_random_seed(args.seed)
     encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
         minilm_path(), pooling="mean", max_length=args.max_length)
     model = keras_cosent.models.SiameseEncoder(encoder)
     model.compile(
-        optimizer=keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01),
+        # The optimizer `keras-cosent train` builds: Keras' AdamW, run by PyTorch's
+        # fused kernel on the torch backend.
+        optimizer=adamw(2e-5, weight_decay=0.01),
         loss=keras_cosent.losses.CoSENTLoss(scale=20.0),
     )
     t0 = time.perf_counter()

@@ -2,7 +2,8 @@
 
 `train_encoder(config, directory, env)` reads the data, loads the backbone into a
 `SentenceEncoder`, wraps it in a `SiameseEncoder` (plus a
-`SoftmaxClassifierHead` for the Sentence-BERT baseline), trains it with AdamW on a
+`SoftmaxClassifierHead` for the Sentence-BERT baseline), trains it with AdamW
+(`recipes.optimizers.adamw`: PyTorch's fused kernel on torch) on a
 linear warm-up/decay schedule and the chosen loss, evaluates dev Spearman after
 every epoch with `SpearmanEvaluator`, and writes the encoder, the per-epoch
 metrics, the plot and the final results into `directory`.
@@ -31,6 +32,7 @@ from recipes import reporting
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import ENCODER_FILE
 from recipes.model_loading import load_encoder
+from recipes.optimizers import adamw
 from recipes.options import parse_text_columns
 from recipes.schedules import WarmupLinearDecay
 
@@ -143,8 +145,7 @@ def train_encoder(config, directory, env):
     schedule = WarmupLinearDecay(
         config["lr"], total_steps, warmup_steps=round(config["warmup"] * total_steps)
     )
-    optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=config["weight_decay"])
-    optimizer.exclude_from_weight_decay(var_names=NO_WEIGHT_DECAY)
+    optimizer = adamw(schedule, config["weight_decay"], exclude_from_weight_decay=NO_WEIGHT_DECAY)
     model.compile(optimizer=optimizer, loss=loss)
 
     results = {}

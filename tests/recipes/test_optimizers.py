@@ -1,0 +1,152 @@
+"""`recipes.optimizers`: TorchFusedAdamW against Keras' AdamW and the update rule in NumPy."""
+
+import doctest
+
+import keras
+import numpy as np
+import pytest
+
+import recipes.optimizers
+from recipes.optimizers import TorchFusedAdamW
+from recipes.optimizers import adamw
+from recipes.schedules import WarmupLinearDecay
+
+ON_TORCH = keras.backend.backend() == "torch"
+torch_only = pytest.mark.skipif(not ON_TORCH, reason="TorchFusedAdamW needs the torch backend")
+
+
+def numpy_adamw(params, grads_per_step, lrs, weight_decay, decayed, beta_1=0.9, beta_2=0.999,
+                epsilon=1e-7):
+    """Keras' AdamW written out: decoupled decay, then Adam with epsilon outside the bias correction."""
+    params = [p.astype(np.float64) for p in params]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    for t, (grads, lr) in enumerate(zip(grads_per_step, lrs), start=1):
+        alpha = lr * np.sqrt(1 - beta_2**t) / (1 - beta_1**t)
+        for i, g in enumerate(grads):
+            if decayed[i]:
+                params[i] = params[i] - params[i] * weight_decay * lr
+            m[i] = beta_1 * m[i] + (1 - beta_1) * g
+            v[i] = beta_2 * v[i] + (1 - beta_2) * g * g
+            params[i] = params[i] - alpha * m[i] / (np.sqrt(v[i]) + epsilon)
+    return params, m, v
+
+
+def make_problem(seed=0, steps=6):
+    rng = np.random.default_rng(seed)
+    shapes = {"kernel": (5, 3), "bias": (3,), "embeddings": (7, 4)}
+    init = {name: rng.normal(size=shape).astype("float32") for name, shape in shapes.items()}
+    grads = [
+        [rng.normal(size=shape).astype("float32") for shape in shapes.values()]
+        for _ in range(steps)
+    ]
+    return init, grads
+
+
+def run(optimizer, init, grads):
+    variables = [keras.Variable(value, name=name) for name, value in init.items()]
+    for step_grads in grads:
+        optimizer.apply([keras.ops.convert_to_tensor(g) for g in step_grads], variables)
+    return variables
+
+
+@torch_only
+def test_matches_keras_adamw_and_the_numpy_rule():
+    init, grads = make_problem()
+    schedule = WarmupLinearDecay(0.05, total_steps=6, warmup_steps=2)
+    fused = TorchFusedAdamW(learning_rate=schedule, weight_decay=0.3)
+    fused.exclude_from_weight_decay(var_names=["^bias$"])
+    plain = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=0.3)
+    plain.exclude_from_weight_decay(var_names=["^bias$"])
+    got = run(fused, init, grads)
+    keras_got = run(plain, init, grads)
+
+    lrs = [float(keras.ops.convert_to_numpy(schedule(s))) for s in range(len(grads))]
+    want, want_m, want_v = numpy_adamw(
+        list(init.values()), grads, lrs, 0.3, decayed=[True, False, True]
+    )
+    for variable, keras_variable, expected in zip(got, keras_got, want):
+        value = keras.ops.convert_to_numpy(variable)
+        np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(value, keras.ops.convert_to_numpy(keras_variable),
+                                   rtol=1e-5, atol=1e-6)
+    # The optimizer state is Keras' own, so a run can be resumed with keras' AdamW.
+    for variable, m, v in zip(got, want_m, want_v):
+        index = fused._get_variable_index(variable)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(fused._momentums[index]), m,
+                                   rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(fused._velocities[index]), v,
+                                   rtol=1e-5, atol=1e-9)
+    assert int(fused.iterations) == len(grads)
+
+
+@torch_only
+def test_epsilon_follows_keras_placement():
+    # A tiny gradient makes sqrt(v) comparable to epsilon, where PyTorch's and
+    # Keras' placements of epsilon differ most.
+    init = {"kernel": np.ones(4, dtype="float32")}
+    grads = [[np.full(4, 1e-7, dtype="float32")]] * 3
+    got = run(TorchFusedAdamW(learning_rate=0.1, weight_decay=0.0, epsilon=1e-7), init, grads)
+    want, _, _ = numpy_adamw([init["kernel"]], grads, [0.1] * 3, 0.0, [False])
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(got[0]), want[0], rtol=1e-6)
+
+
+@torch_only
+def test_fit_trains_the_same_weights_as_keras_adamw():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(32, 6)).astype("float32")
+    y = rng.normal(size=(32, 2)).astype("float32")
+
+    def trained(optimizer):
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"),
+                                  keras.layers.Dense(2)])
+        model.compile(optimizer=optimizer, loss="mse")
+        history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        return model.get_weights(), history.history["loss"]
+
+    fused_weights, fused_loss = trained(adamw(0.01, 0.01, ["^bias$"]))
+    keras_optimizer = keras.optimizers.AdamW(learning_rate=0.01, weight_decay=0.01)
+    keras_optimizer.exclude_from_weight_decay(var_names=["^bias$"])
+    keras_weights, keras_loss = trained(keras_optimizer)
+    assert fused_loss[-1] < fused_loss[0]
+    np.testing.assert_allclose(fused_loss, keras_loss, rtol=1e-5)
+    for got, want in zip(fused_weights, keras_weights):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@torch_only
+def test_serialization_round_trip():
+    optimizer = TorchFusedAdamW(learning_rate=WarmupLinearDecay(2e-5, 40, 4), weight_decay=0.01)
+    restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    assert type(restored) is TorchFusedAdamW
+    assert restored.get_config() == optimizer.get_config()
+
+
+@torch_only
+def test_amsgrad_is_refused():
+    with pytest.raises(ValueError, match="amsgrad"):
+        TorchFusedAdamW(learning_rate=0.1, amsgrad=True)
+
+
+@pytest.mark.skipif(ON_TORCH, reason="the torch backend is the one TorchFusedAdamW runs on")
+def test_refused_outside_torch():
+    with pytest.raises(ValueError, match=f"backend='{keras.backend.backend()}'"):
+        TorchFusedAdamW(learning_rate=0.1)
+
+
+def test_adamw_picks_the_backend_implementation_and_excludes_by_name():
+    optimizer = adamw(2e-5, weight_decay=0.01, exclude_from_weight_decay=["^bias$"])
+    assert type(optimizer) is (TorchFusedAdamW if ON_TORCH else keras.optimizers.AdamW)
+    assert float(optimizer.weight_decay) == pytest.approx(0.01)
+    bias = keras.Variable(np.zeros(2, dtype="float32"), name="bias")
+    kernel = keras.Variable(np.zeros(2, dtype="float32"), name="kernel")
+    optimizer.build([bias, kernel])
+    assert not optimizer._use_weight_decay(bias)
+    assert optimizer._use_weight_decay(kernel)
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(recipes.optimizers, verbose=False)
+    assert result.attempted > 0
+    assert result.failed == 0
