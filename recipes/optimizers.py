@@ -103,25 +103,24 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
         step = int(self.iterations.value) + 1
         lr = float(learning_rate)
         weight_decay = float(self.weight_decay or 0.0)
-        decayed, not_decayed = ([], [], [], []), ([], [], [], [])
+        # One kernel call per (decay, device, dtype): the kernel takes one weight
+        # decay and needs its tensors on one device with one dtype.
+        groups = {}
         for grad, variable in zip(grads, trainable_variables):
-            group = decayed if weight_decay and self._use_weight_decay(variable) else not_decayed
+            param = variable.value
+            decay = weight_decay if weight_decay and self._use_weight_decay(variable) else 0.0
+            group = groups.setdefault((decay, param.device, param.dtype), ([], [], [], []))
             index = self._get_variable_index(variable)
-            group[0].append(variable.value)
-            group[1].append(grad)
+            group[0].append(param)
+            group[1].append(grad.to(param.dtype))
             group[2].append(self._momentums[index].value)
             group[3].append(self._velocities[index].value)
         with torch.no_grad():
-            for (params, group_grads, ms, vs), decay in (
-                (decayed, weight_decay),
-                (not_decayed, 0.0),
-            ):
-                if not params:
-                    continue
-                steps = torch.full((), step, dtype=torch.float32, device=params[0].device)
+            for (decay, device, _), (params, group_grads, ms, vs) in groups.items():
+                steps = torch.full((), step, dtype=torch.float32, device=device)
                 torch._fused_adamw_(
                     params,
-                    [g.to(p.dtype) for g, p in zip(group_grads, params)],
+                    group_grads,
                     ms,
                     vs,
                     [],

@@ -150,3 +150,25 @@ def test_docstring_examples_run():
     result = doctest.testmod(recipes.optimizers, verbose=False)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+@torch_only
+def test_variables_of_different_dtypes_are_updated_in_separate_kernel_calls():
+    rng = np.random.default_rng(2)
+    values = {"kernel": rng.normal(size=(4, 3)), "half_kernel": rng.normal(size=(3,))}
+    grads = [[rng.normal(size=(4, 3)), rng.normal(size=(3,))] for _ in range(3)]
+
+    def run_mixed(optimizer):
+        variables = [keras.Variable(values["kernel"], dtype="float32", name="kernel"),
+                     keras.Variable(values["half_kernel"], dtype="float16", name="half_kernel")]
+        for step_grads in grads:
+            optimizer.apply([keras.ops.convert_to_tensor(g, dtype=v.dtype)
+                             for g, v in zip(step_grads, variables)], variables)
+        return [keras.ops.convert_to_numpy(v).astype("float64") for v in variables]
+
+    got = run_mixed(TorchFusedAdamW(learning_rate=0.01, weight_decay=0.1))
+    want, _, _ = numpy_adamw([values["kernel"], values["half_kernel"]], grads, [0.01] * 3, 0.1,
+                             [True, True])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    # float16 keeps about three decimal digits.
+    np.testing.assert_allclose(got[1], want[1], rtol=2e-3, atol=2e-3)
