@@ -62,7 +62,8 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
     step `learning_rate * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) +
     epsilon)`. PyTorch's kernel adds its `eps` after the bias correction of
     `sqrt(v)`; passing it `epsilon / sqrt(1 - beta_2^t)` each step gives Keras'
-    update exactly (up to float rounding).
+    update exactly (up to float rounding). A saved model compiled with it loads
+    on JAX or TensorFlow with Keras' `AdamW` in its place (`from_config`).
 
     Example (the first Adam step moves each weight by the learning rate against
     its gradient's sign, here on whichever backend runs it):
@@ -77,6 +78,11 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
     >>> optimizer.apply([keras.ops.convert_to_tensor([1.0, -1.0])], [variable])
     >>> [round(float(x), 4) for x in keras.ops.convert_to_numpy(variable)]
     [0.9, -0.9]
+
+    Reference:
+        Loshchilov and Hutter, Decoupled Weight Decay Regularization (2019),
+        https://arxiv.org/abs/1711.05101; PyTorch's `torch.optim.AdamW(fused=True)`,
+        https://pytorch.org/docs/stable/generated/torch.optim.AdamW.html
     """
 
     def __init__(self, *args, **kwargs):
@@ -92,6 +98,13 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
                 "TorchFusedAdamW does not support `amsgrad`. Received: `amsgrad`=True; "
                 "use keras.optimizers.AdamW for AMSGrad."
             )
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        # The state is Keras' AdamW's, so elsewhere Keras' AdamW takes over.
+        if keras.backend.backend() != "torch":
+            return keras.optimizers.AdamW.from_config(config, custom_objects=custom_objects)
+        return super().from_config(config, custom_objects=custom_objects)
 
     def _apply_weight_decay(self, variables):
         # Done inside the fused kernel, in `_backend_update_step`.

@@ -1,6 +1,7 @@
 """`recipes.optimizers`: TorchFusedAdamW against Keras' AdamW and the update rule in NumPy."""
 
 import doctest
+import json
 
 import keras
 import numpy as np
@@ -127,6 +128,19 @@ def test_serialization_round_trip():
 def test_amsgrad_is_refused():
     with pytest.raises(ValueError, match="amsgrad"):
         TorchFusedAdamW(learning_rate=0.1, amsgrad=True)
+
+
+def test_a_saved_torch_optimizer_loads_as_keras_adamw_elsewhere():
+    original = keras.optimizers.AdamW(learning_rate=WarmupLinearDecay(2e-5, 40, 4),
+                                      weight_decay=0.01)
+    config = keras.optimizers.serialize(original)["config"]
+    # What keras.optimizers.serialize writes for a TorchFusedAdamW on torch.
+    serialized = {"module": "recipes.optimizers", "class_name": "TorchFusedAdamW",
+                  "config": config, "registered_name": "keras_cosent_recipes>TorchFusedAdamW"}
+    # As from a saved file: deserialize replaces nested configs with objects in place.
+    restored = keras.optimizers.deserialize(json.loads(json.dumps(serialized)))
+    assert type(restored) is (TorchFusedAdamW if ON_TORCH else keras.optimizers.AdamW)
+    assert keras.optimizers.serialize(restored)["config"] == config
 
 
 @pytest.mark.skipif(ON_TORCH, reason="the torch backend is the one TorchFusedAdamW runs on")
