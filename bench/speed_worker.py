@@ -105,7 +105,7 @@ def run_keras(args, s1, s2, labels, test_sentences):
         columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
     batches = keras_cosent.data.PairBatches(
         data, encoder.tokenize, batch_size=args.batch_size, pad_id=encoder.pad_id,
-        shuffle=False, max_length=args.max_length)
+        shuffle=False, max_length=args.max_length, pad_to_multiple_of=args.pad_to_multiple_of)
     tokenise = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -127,6 +127,8 @@ def main():
     p.add_argument("--max-length", type=int, default=64)
     p.add_argument("--encode-batch-size", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--pad-to-multiple-of", type=int, default=None,
+                   help="keras stacks, training batches (default: the library's)")
     args = p.parse_args()
     if args.stack != "peer":
         os.environ["KERAS_BACKEND"] = args.stack
