@@ -4,10 +4,10 @@ On JAX and TensorFlow, Keras' `AdamW` update is compiled into the training step
 with the rest of it. On PyTorch, Keras runs it as about ten `torch._foreach_*`
 passes over every parameter, with temporaries; for all-MiniLM-L6-v2 (22.6M
 parameters, half of them the word embeddings, whose gradient is dense) that
-is 0.22 s per step on 2 CPU cores, a third of a training step, where torch's
+is 0.23-0.30 s per step on 2 CPU cores, a third of a training step, where torch's
 fused AdamW kernel, which sentence-transformers' trainer uses by default, takes
-0.014 s. `TorchFusedAdamW` is Keras' `AdamW` with its update done by that
-kernel: same hyperparameters, same update rule (Keras' placement of `epsilon`
+0.014-0.017 s (`bench/optimizer_step.py`). `TorchFusedAdamW` is Keras' `AdamW`
+with its update done by that kernel: same hyperparameters, same update rule (Keras' placement of `epsilon`
 included), same optimizer variables, so a run can be saved and resumed on any
 backend.
 
