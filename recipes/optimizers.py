@@ -7,9 +7,9 @@ parameters, half of them the word embeddings, whose gradient is dense) that
 is 0.23-0.30 s per step on 2 CPU cores, a third of a training step, where torch's
 fused AdamW kernel, which sentence-transformers' trainer uses by default, takes
 0.014-0.017 s (`bench/optimizer_step.py`). `TorchFusedAdamW` is Keras' `AdamW`
-with its update done by that kernel: same hyperparameters, same update rule (Keras' placement of `epsilon`
-included), same optimizer variables, so a run can be saved and resumed on any
-backend.
+with its update done by that kernel: same hyperparameters, same update rule
+(Keras' placement of `epsilon` included), same optimizer variables, so a run can
+be saved and resumed on any backend.
 
 It lives with the recipes, not in `keras_cosent`, because it calls PyTorch
 directly and library code uses `keras.ops` only. Library users get it with
