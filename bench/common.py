@@ -45,3 +45,29 @@ def read_sts_pairs(split, limit=None):
     if limit:
         s1, s2, labels = s1[:limit], s2[:limit], labels[:limit]
     return s1, s2, labels
+
+
+def keras_siamese(encoder):
+    """The keras model every benchmark trains: `encoder` in a `SiameseEncoder`, compiled as
+    `keras-cosent train` compiles it (CoSENT scale 20, the recipes' AdamW lr 2e-5, wd 0.01:
+    Keras' AdamW, run by PyTorch's fused kernel on the torch backend)."""
+    import keras_cosent
+    from recipes.optimizers import adamw
+
+    model = keras_cosent.models.SiameseEncoder(encoder)
+    model.compile(optimizer=adamw(2e-5, weight_decay=0.01),
+                  loss=keras_cosent.losses.CoSENTLoss(scale=20.0))
+    return model
+
+
+def keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length, pad_to_multiple_of=None):
+    """STS-B pairs as the keras stacks' training batches, in file order (no shuffling)."""
+    import numpy as np
+
+    import keras_cosent
+
+    data = keras_cosent.data.PairDataset(
+        columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
+    return keras_cosent.data.PairBatches(
+        data, encoder.tokenize, batch_size=batch_size, pad_id=encoder.pad_id, shuffle=False,
+        max_length=max_length, pad_to_multiple_of=pad_to_multiple_of)

@@ -27,9 +27,10 @@ def main():
     args = p.parse_args()
 
     import keras
-    import numpy as np
 
     import keras_cosent
+    from bench.common import keras_pair_batches
+    from bench.common import keras_siamese
     from bench.common import minilm_path
     from bench.common import read_sts_pairs
 
@@ -49,13 +50,8 @@ def main():
             result[f"{tag}_pass{i + 1}_s"] = round(time.perf_counter() - t0, 2)
 
     passes("fresh")
-    model = keras_cosent.models.SiameseEncoder(encoder)
-    model.compile(optimizer=keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01),
-                  loss=keras_cosent.losses.CoSENTLoss(scale=20.0))
-    data = keras_cosent.data.PairDataset(
-        columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
-    batches = keras_cosent.data.PairBatches(
-        data, encoder.tokenize, batch_size=16, pad_id=encoder.pad_id, shuffle=False, max_length=64)
+    model = keras_siamese(encoder)
+    batches = keras_pair_batches(encoder, s1, s2, labels, batch_size=16, max_length=64)
     t0 = time.perf_counter()
     model.fit(batches, epochs=1, verbose=0)
     result["fit_s"] = round(time.perf_counter() - t0, 1)

@@ -67,25 +67,19 @@ def main():
     os.environ["KERAS_BACKEND"] = args.stack
 
     import keras
-    import numpy as np
 
     import keras_cosent
+    from bench.common import keras_pair_batches
+    from bench.common import keras_siamese
     from bench.common import minilm_path
     from bench.common import read_sts_pairs
-    from recipes.optimizers import adamw
 
     s1, s2, labels = read_sts_pairs("train", limit=args.pairs)
     keras.utils.set_random_seed(0)
     encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
         minilm_path(), pooling="mean", max_length=args.max_length)
-    model = keras_cosent.models.SiameseEncoder(encoder)
-    model.compile(optimizer=adamw(2e-5, weight_decay=0.01),
-                  loss=keras_cosent.losses.CoSENTLoss(scale=20.0))
-    data = keras_cosent.data.PairDataset(
-        columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
-    batches = keras_cosent.data.PairBatches(
-        data, encoder.tokenize, batch_size=args.batch_size, pad_id=encoder.pad_id,
-        shuffle=False, max_length=args.max_length)
+    model = keras_siamese(encoder)
+    batches = keras_pair_batches(encoder, s1, s2, labels, args.batch_size, args.max_length)
     model.fit(batches, epochs=1, verbose=0)
 
     logdir = args.logdir or tempfile.mkdtemp(prefix=f"profile-{args.stack}-")

@@ -84,28 +84,19 @@ def time_encoding(encode):
 
 def run_keras(args, s1, s2, labels, test_sentences):
     import keras
-    import numpy as np
 
     import keras_cosent
+    from bench.common import keras_pair_batches
+    from bench.common import keras_siamese
     from bench.common import minilm_path
-    from recipes.optimizers import adamw
 
     keras.utils.set_random_seed(args.seed)
     encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
         minilm_path(), pooling="mean", max_length=args.max_length)
-    model = keras_cosent.models.SiameseEncoder(encoder)
-    model.compile(
-        # The optimizer `keras-cosent train` builds: Keras' AdamW, run by PyTorch's
-        # fused kernel on the torch backend.
-        optimizer=adamw(2e-5, weight_decay=0.01),
-        loss=keras_cosent.losses.CoSENTLoss(scale=20.0),
-    )
+    model = keras_siamese(encoder)
     t0 = time.perf_counter()
-    data = keras_cosent.data.PairDataset(
-        columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
-    batches = keras_cosent.data.PairBatches(
-        data, encoder.tokenize, batch_size=args.batch_size, pad_id=encoder.pad_id,
-        shuffle=False, max_length=args.max_length, pad_to_multiple_of=args.pad_to_multiple_of)
+    batches = keras_pair_batches(encoder, s1, s2, labels, args.batch_size, args.max_length,
+                                 args.pad_to_multiple_of)
     tokenise = time.perf_counter() - t0
 
     t0 = time.perf_counter()
