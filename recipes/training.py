@@ -4,7 +4,8 @@
 `SentenceEncoder`, wraps it in a `SiameseEncoder` (plus a
 `SoftmaxClassifierHead` for the Sentence-BERT baseline), trains it with AdamW
 (`recipes.optimizers.adamw`: PyTorch's fused kernel on torch) on a
-linear warm-up/decay schedule and the chosen loss, evaluates dev Spearman after
+linear warm-up/decay schedule and the chosen loss (dropout masks from ThreeFry
+under XLA on TensorFlow: `recipes.xla_dropout`), evaluates dev Spearman after
 every epoch with `SpearmanEvaluator`, and writes the encoder, the per-epoch
 metrics, the plot and the final results into `directory`.
 
@@ -35,6 +36,7 @@ from recipes.model_loading import load_encoder
 from recipes.optimizers import adamw
 from recipes.options import parse_text_columns
 from recipes.schedules import WarmupLinearDecay
+from recipes.xla_dropout import use_threefry_dropout
 
 DEV_NAME = "dev"
 # Biases and LayerNorm scales are not decayed, as in BERT and Sentence-BERT.
@@ -147,6 +149,7 @@ def train_encoder(config, directory, env):
     )
     optimizer = adamw(schedule, config["weight_decay"], exclude_from_weight_decay=NO_WEIGHT_DECAY)
     model.compile(optimizer=optimizer, loss=loss)
+    use_threefry_dropout()
 
     results = {}
     callbacks = []
