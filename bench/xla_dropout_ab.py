@@ -1,4 +1,4 @@
-"""TensorFlow training step with Keras' Philox dropout vs `recipes.xla_dropout`'s ThreeFry, A/B in one process.
+"""TensorFlow train step: Keras' Philox dropout vs `recipes.xla_dropout`'s ThreeFry, one process.
 
 Builds the speed harness's keras model twice (`bench/common.py`: packaged
 all-MiniLM-L6-v2, CoSENT, the recipes' AdamW, the first `--pairs` STS-B train

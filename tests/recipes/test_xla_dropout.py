@@ -1,4 +1,4 @@
-"""`recipes.xla_dropout`: ThreeFry dropout masks under XLA on TensorFlow, nothing changed elsewhere."""
+"""`recipes.xla_dropout`: ThreeFry dropout masks under XLA on TensorFlow, no change elsewhere."""
 
 import doctest
 
@@ -47,7 +47,8 @@ def test_under_xla_the_mask_comes_from_threefry(original_dropout):
         return tf.nn.experimental.stateless_dropout(x, rate=RATE, seed=seed, rng_alg="threefry")
 
     assert use_threefry_dropout() is True
-    xla = {f.__name__: tf.function(f, jit_compile=True) for f in (keras_dropout, philox, threefry_reference)}
+    xla = {f.__name__: tf.function(f, jit_compile=True)
+           for f in (keras_dropout, philox, threefry_reference)}
     ours = xla["keras_dropout"](x, 7).numpy()
     np.testing.assert_array_equal(ours, xla["threefry_reference"](x, 7).numpy())
     assert not np.array_equal(ours != 0, xla["philox"](x, 7).numpy() != 0)
