@@ -11,7 +11,7 @@ The package runs unchanged on the TensorFlow, JAX and PyTorch backends. Its part
 - `keras_cosent.export`: SavedModel export for TF Serving (imports TensorFlow lazily).
 
 Importing it sets `TF_CPU_ALLOCATOR_USE_BFC=true` unless already set: TensorFlow's
-pooling CPU allocator, 1.5x faster XLA training steps on CPU
+pooling CPU allocator, which makes XLA training steps on CPU faster
 (`keras_cosent.utils.tf_cpu_allocator`).
 """
 
