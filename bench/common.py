@@ -75,3 +75,19 @@ def keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length, pad_to_m
     return keras_cosent.data.PairBatches(
         data, encoder.tokenize, batch_size=batch_size, pad_id=encoder.pad_id, shuffle=False,
         max_length=max_length, pad_to_multiple_of=pad_to_multiple_of)
+
+
+def keras_training_run(pairs, batch_size=16, max_length=64, seed=0):
+    """Packaged all-MiniLM-L6-v2 as a `SentenceEncoder`, its `keras_siamese` model and the
+    first `pairs` STS-B train pairs as its batches: what the one-stack scripts time."""
+    import keras
+
+    import keras_cosent
+
+    s1, s2, labels = read_sts_pairs("train", limit=pairs)
+    keras.utils.set_random_seed(seed)
+    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
+        minilm_path(), pooling="mean", max_length=max_length)
+    model = keras_siamese(encoder)
+    batches = keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length)
+    return encoder, model, batches

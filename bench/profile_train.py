@@ -66,20 +66,9 @@ def main():
     args = p.parse_args()
     os.environ["KERAS_BACKEND"] = args.stack
 
-    import keras
+    from bench.common import keras_training_run
 
-    import keras_cosent
-    from bench.common import keras_pair_batches
-    from bench.common import keras_siamese
-    from bench.common import minilm_path
-    from bench.common import read_sts_pairs
-
-    s1, s2, labels = read_sts_pairs("train", limit=args.pairs)
-    keras.utils.set_random_seed(0)
-    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
-        minilm_path(), pooling="mean", max_length=args.max_length)
-    model = keras_siamese(encoder)
-    batches = keras_pair_batches(encoder, s1, s2, labels, args.batch_size, args.max_length)
+    _, model, batches = keras_training_run(args.pairs, args.batch_size, args.max_length)
     model.fit(batches, epochs=1, verbose=0)
 
     logdir = args.logdir or tempfile.mkdtemp(prefix=f"profile-{args.stack}-")
@@ -100,7 +89,7 @@ def main():
     paths = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))
     rows, threads, kinds = summarise(paths[-1], args.top)
     print(f"# {args.stack}: {len(batches)} steps, epoch wall {wall:.2f} s "
-          f"({len(s1) / wall:.2f} pairs/s, {wall / len(batches) * 1000:.0f} ms/step); "
+          f"({len(batches.dataset) / wall:.2f} pairs/s, {wall / len(batches) * 1000:.0f} ms/step); "
           f"trace {paths[-1]}")
     print("# busiest threads (s of events, nested events counted again):")
     for name, seconds in threads:

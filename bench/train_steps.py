@@ -30,20 +30,9 @@ def main():
     args = p.parse_args()
     os.environ["KERAS_BACKEND"] = args.stack
 
-    import keras
+    from bench.common import keras_training_run
 
-    import keras_cosent
-    from bench.common import keras_pair_batches
-    from bench.common import keras_siamese
-    from bench.common import minilm_path
-    from bench.common import read_sts_pairs
-
-    s1, s2, labels = read_sts_pairs("train", limit=args.pairs)
-    keras.utils.set_random_seed(0)
-    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
-        minilm_path(), pooling="mean", max_length=args.max_length)
-    model = keras_siamese(encoder)
-    batches = keras_pair_batches(encoder, s1, s2, labels, args.batch_size, args.max_length)
+    _, model, batches = keras_training_run(args.pairs, args.batch_size, args.max_length)
     t0 = time.perf_counter()
     model.fit(batches, epochs=1, verbose=0)
     print(f"{args.stack}: warm-up {time.perf_counter() - t0:.1f} s", flush=True)

@@ -30,24 +30,15 @@ def main():
     args = p.parse_args()
     os.environ["KERAS_BACKEND"] = "tensorflow"
 
-    import keras
     from keras.src.backend.tensorflow import random as tf_random
 
-    import keras_cosent
     import recipes.xla_dropout
-    from bench.common import keras_pair_batches
-    from bench.common import keras_siamese
-    from bench.common import minilm_path
-    from bench.common import read_sts_pairs
+    from bench.common import keras_training_run
 
-    s1, s2, labels = read_sts_pairs("train", limit=args.pairs)
     models = {}
     for variant in ("philox", "threefry"):
-        keras.utils.set_random_seed(0)
-        encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
-            minilm_path(), pooling="mean", max_length=args.max_length)
-        model = keras_siamese(encoder)  # installs the ThreeFry dropout
-        batches = keras_pair_batches(encoder, s1, s2, labels, args.batch_size, args.max_length)
+        # keras_siamese, inside, installs the ThreeFry dropout.
+        _, model, batches = keras_training_run(args.pairs, args.batch_size, args.max_length)
         models[variant] = (model, batches)
     dropout = {"philox": recipes.xla_dropout._ORIGINAL_DROPOUT,
                "threefry": recipes.xla_dropout._dropout}
