@@ -7,7 +7,8 @@ back end expands Philox into slow element-wise code: in a MiniLM training step
 on 2 cores, the 19 dropout masks (3 per layer and the embeddings) took 73 ms of a
 581 ms step (`bench/profile_train.py --stack tensorflow`, the
 `concatenate_bitcast_fusion` instructions), and drawing one (32, 32, 384) mask
-took over 200 ms alone, against about 2 ms with ThreeFry, the generator JAX uses.
+took over 200 ms alone, against about 2 ms with ThreeFry, the generator JAX uses
+(ad hoc, on a shared machine).
 Same dropout (each unit zeroed with probability `rate`, the rest scaled by
 `1 / (1 - rate)`), from another counter-based generator.
 

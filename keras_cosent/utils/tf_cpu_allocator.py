@@ -8,8 +8,8 @@ step, so the kernel zero-fills every page again at every step: 5.8M page
 faults and 21 s of system time for 80 steps of 16 pairs on 2 CPU cores, 643 ms
 per step. With `TF_CPU_ALLOCATOR_USE_BFC=true`, TensorFlow keeps freed memory in
 its best-fit-with-coalescing pool (the allocator it uses on GPUs) and reuses
-it: 1.2M faults, 6 s, 413-439 ms per step; the pool keeps its peak, so the
-resident size is about 12% higher (BENCHMARKS.md, "Speed").
+it: 1.2M faults, 6 s, 413-439 ms per step; the pool keeps its peak, so peak
+memory is 250-430 MB higher (BENCHMARKS.md, "Speed").
 
 TensorFlow reads the variable when it creates its CPU allocator, at its first
 operation, not at import; so `import keras_cosent` sets it, after `import keras`
