@@ -9,6 +9,14 @@ one warm-up epoch, then `--epochs` timed ones. Small enough to run under
         .venv/bin/python bench/train_steps.py --stack tensorflow
     TF_CPU_ALLOCATOR_USE_BFC=false /usr/bin/time -f "..." \
         .venv/bin/python bench/train_steps.py --stack tensorflow
+
+It also prints, per epoch, the seconds between the last step's end and `fit`'s
+return: on TensorFlow with tf.data autotuning left on (`--tf-data-autotune on`,
+Keras' default), the old iterator's destructor can hold an epoch there until
+its autotuning thread wakes (`recipes.tf_data_autotune`):
+
+    .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12 --tf-data-autotune on
+    .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12
 """
 
 import argparse
@@ -27,23 +35,46 @@ def main():
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--tf-data-autotune", choices=["on", "off"], default="off",
+                   help="TensorFlow: leave Keras' tf.data autotuning on for the PyDataset "
+                        "(on), or turn it off as `keras-cosent train` does (off, default)")
     args = p.parse_args()
     os.environ["KERAS_BACKEND"] = args.stack
+
+    import keras
 
     from bench.common import keras_training_run
 
     _, model, batches = keras_training_run(args.pairs, args.batch_size, args.max_length)
+    if args.stack == "tensorflow" and args.tf_data_autotune == "on":
+        from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+
+        import recipes.tf_data_autotune
+
+        PyDatasetAdapter.get_tf_dataset = recipes.tf_data_autotune._ORIGINAL_GET_TF_DATASET
+
+    class LastStep(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            self.at = time.perf_counter()
+
+    last = LastStep()
     t0 = time.perf_counter()
     model.fit(batches, epochs=1, verbose=0)
     print(f"{args.stack}: warm-up {time.perf_counter() - t0:.1f} s", flush=True)
-    ms = []
+    ms, tails = [], []
     for _ in range(args.epochs):
         t0 = time.perf_counter()
-        model.fit(batches, epochs=1, verbose=0)
-        ms.append((time.perf_counter() - t0) / len(batches) * 1000)
+        model.fit(batches, epochs=1, verbose=0, callbacks=[last])
+        t1 = time.perf_counter()
+        ms.append((t1 - t0) / len(batches) * 1000)
+        tails.append(t1 - last.at)
     print(f"{args.stack}: ms/step per epoch " + " ".join(f"{x:.0f}" for x in ms)
           + f"; median {statistics.median(ms):.0f}"
-          + f" (TF_CPU_ALLOCATOR_USE_BFC={os.environ.get('TF_CPU_ALLOCATOR_USE_BFC')})")
+          + f" (TF_CPU_ALLOCATOR_USE_BFC={os.environ.get('TF_CPU_ALLOCATOR_USE_BFC')}"
+          + (f", tf.data autotune {args.tf_data_autotune}" if args.stack == "tensorflow" else "")
+          + ")")
+    print(f"{args.stack}: s from the last step to fit's return " + " ".join(f"{x:.2f}" for x in tails)
+          + f"; epochs with more than 0.5 s: {sum(x > 0.5 for x in tails)} of {len(tails)}")
 
 
 if __name__ == "__main__":
