@@ -4,12 +4,14 @@ TensorFlow's default CPU allocator passes every allocation to the C library.
 An XLA-compiled MiniLM training step (keras_cosent turns XLA on for TensorFlow,
 see `keras_cosent.models.xla`) needs a few hundred MB of temporaries, and for
 blocks that large the C library maps fresh memory and hands it back after the
-step, so the kernel zero-fills every page again at every step: 5.8M page
-faults and 21 s of system time for 80 steps of 16 pairs on 2 CPU cores, 643 ms
-per step. With `TF_CPU_ALLOCATOR_USE_BFC=true`, TensorFlow keeps freed memory in
-its best-fit-with-coalescing pool (the allocator it uses on GPUs) and reuses
-it: 1.2M faults, 6 s, 413-439 ms per step; the pool keeps its peak, so peak
-memory is 250-430 MB higher (BENCHMARKS.md, "Speed").
+step, so the kernel zero-fills every page again at every step. On 2 CPU cores,
+8 epochs of 16 steps of 16 pairs (`bench/train_steps.py --stack tensorflow
+--epochs 8` under `/usr/bin/time`, warm-up included): 10.7M page faults, 35 s of
+system time, median 510 ms per step. With `TF_CPU_ALLOCATOR_USE_BFC=true`,
+TensorFlow keeps freed memory in its best-fit-with-coalescing pool (the
+allocator it uses on GPUs) and reuses it: 1.9M faults, 10 s, 460 ms per step;
+the pool keeps its peak, so peak memory is 180-430 MB higher (BENCHMARKS.md,
+"Speed").
 
 TensorFlow reads the variable when it creates its CPU allocator, at its first
 operation, not at import; so `import keras_cosent` sets it, after `import keras`
