@@ -19,10 +19,12 @@ import numpy as np
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.data.padding import pad_batch
+from keras_cosent.data.padding import padded_length
 from keras_cosent.layers.l2_normalization import L2Normalization
 from keras_cosent.layers.pooling import POOLING_LAYERS
 from keras_cosent.layers.pooling import get_pooling
 from keras_cosent.models import checkpoints
+from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
 
 
@@ -244,19 +246,27 @@ class SentenceEncoder(keras.Model):
             raise ValueError("`texts` is empty: nothing to preprocess.")
         return pad_batch(token_lists, pad_id=self.pad_id, max_length=self.max_length)
 
-    def encode(self, texts, batch_size=32, progress=False):
+    def encode(self, texts, batch_size=32, progress=False, packing=None):
         """Embeds sentences with the model in inference mode.
 
-        Sentences are sorted by length so that each batch pads little, run
-        through the compiled predict function batch by batch, and returned in
-        the original order. On JAX and TensorFlow (XLA, on by default) the
-        first call compiles one function per padded length (a multiple of 8);
-        later calls reuse them.
+        On a keras-hub `BertBackbone` (the default) sentences are packed end to
+        end into rows as long as the longest one (rounded up to a multiple of 8
+        on JAX/TensorFlow), with attention kept inside each sentence and
+        positions restarting for each, so padding costs almost nothing and
+        every forward pass has one shape: a compiled backend compiles once
+        per call (`keras_cosent.models.sequence_packing`). Other backbones,
+        or `packing=False`, run batches of `batch_size` sentences sorted by
+        length, each padded to its longest (a multiple of 8 on JAX/TensorFlow,
+        one compiled function per padded length). Both give the same
+        embeddings to float round-off; the result is in the input order.
 
         Args:
             texts: list of str.
-            batch_size: int, sentences per forward pass.
+            batch_size: int, sentences per forward pass; packed passes hold
+                as many tokens as `batch_size` sentences of average length.
             progress: bool, show a `keras.utils.Progbar`.
+            packing: None packs where the backbone allows it, True requires
+                it (ValueError otherwise), False never packs.
 
         Returns:
             float32 numpy array of shape `(len(texts), dim)`, unit-norm rows.
@@ -267,14 +277,39 @@ class SentenceEncoder(keras.Model):
             raise ValueError(
                 f"`batch_size` should be a positive int. Received: `batch_size`={batch_size!r}"
             )
+        if packing not in (None, True, False):
+            raise ValueError(
+                f"`packing` should be None, True or False. Received: `packing`={packing!r}"
+            )
+        if packing is True and not sequence_packing.supports_packing(self.backbone):
+            raise ValueError(
+                "`packing=True` needs a keras-hub `BertBackbone`; this encoder's "
+                f"backbone is a {type(self.backbone).__name__}."
+            )
         token_lists = self.tokenize(texts)
         n = len(token_lists)
         out = np.zeros((n, self.embedding_dim), dtype="float32")
         if n == 0:
             return out
+        if packing is None:
+            packing = sequence_packing.supports_packing(self.backbone)
+        if packing:
+            batches, model = self._packed_batches(token_lists, batch_size), self._packed_model()
+        else:
+            batches, model = self._padded_batches(token_lists, batch_size), self
+        bar = keras.utils.Progbar(n, unit_name="sentence") if progress else None
+        with fused_attention_at_inference(self):
+            for inputs, index in batches:
+                embeddings = keras.ops.convert_to_numpy(model.predict_on_batch(inputs))
+                out[index] = embeddings[: len(index)]
+                if bar is not None:
+                    bar.add(len(index))
+        return out
+
+    def _padded_batches(self, token_lists, batch_size):
+        n = len(token_lists)
         # Longest first: a batch that does not fit in memory fails at once.
         order = np.argsort([-len(ids) for ids in token_lists], kind="stable")
-        bar = keras.utils.Progbar(n, unit_name="sentence") if progress else None
         for start in range(0, n, batch_size):
             index = order[start : start + batch_size]
             rows = [token_lists[i] for i in index]
@@ -283,12 +318,27 @@ class SentenceEncoder(keras.Model):
             batch = pad_batch(
                 rows + [rows[-1]] * filler, pad_id=self.pad_id, max_length=self.max_length
             )
-            with fused_attention_at_inference(self):
-                embeddings = self.predict_on_batch(batch)
-            out[index] = keras.ops.convert_to_numpy(embeddings)[: len(rows)]
-            if bar is not None:
-                bar.add(len(rows))
-        return out
+            yield batch, index
+
+    def _packed_batches(self, token_lists, batch_size):
+        lengths = np.array([len(ids) for ids in token_lists])
+        row_length = padded_length(lengths.max(), max_length=self.max_length)
+        # As many tokens per pass as `batch_size` average sentences, in whole rows.
+        rows_per_batch = max(1, int(round(batch_size * lengths.mean() / row_length)))
+        rows_needed = -(-int(lengths.sum()) // row_length)
+        rows_per_batch = min(rows_per_batch, rows_needed)
+        return sequence_packing.packed_batches(
+            token_lists, row_length, rows_per_batch, pad_id=self.pad_id
+        )
+
+    def _packed_model(self):
+        # Built on first use and kept out of Keras' tracking (object.__setattr__),
+        # so it is neither saved nor counted twice; it shares every weight.
+        model = self.__dict__.get("_packed_model_cache")
+        if model is None:
+            model = sequence_packing.build_packed_model(self)
+            object.__setattr__(self, "_packed_model_cache", model)
+        return model
 
     # === Checkpoints ===
 

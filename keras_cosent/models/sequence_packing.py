@@ -1,0 +1,206 @@
+"""Sequence packing for inference: several sentences share one row of tokens.
+
+`SentenceEncoder.encode` packs sentences end to end into rows of a fixed length,
+with a block-diagonal attention mask (a token attends only to tokens of its own
+sentence) and positions restarting at 0 for every sentence, so each sentence's
+token states are exactly those it gets alone in a padded batch. The pooling
+layer then reads each sentence's tokens back out of the rows.
+
+Why: a padded batch computes every padding position through every layer. With
+lengths rounded to a multiple of 8 (what keeps JAX/TensorFlow from compiling one
+function per length) that is 27% more tokens than the STS-B test sentences hold;
+packed rows waste under 2%, and every pass has one shape, so a compiled backend
+compiles once per call instead of once per padded length. The price is attention
+over the row length instead of the sentence length, a few percent of a BERT
+layer's work at 64 tokens (BENCHMARKS.md, "Sequence packing").
+
+`pack_lengths` and `packed_batches` are host-side NumPy; `build_packed_model`
+reuses the encoder's own layers (weights shared, nothing copied) for keras-hub
+`BertBackbone`s, the structure it knows how to rewire.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+
+def pack_lengths(lengths, row_length):
+    """Assigns sequences to rows of `row_length` tokens, best fit decreasing.
+
+    Sequences are placed longest first, each into the row whose free space it
+    fills most tightly (a new row when none has room): the classic bin-packing
+    heuristic, never more than 11/9 of the fewest rows possible, plus one.
+
+    Args:
+        lengths: sequence of ints, the token count of each sequence (>= 1).
+        row_length: int, tokens per row; every length must fit.
+
+    Returns:
+        A list of rows, each a list of indices into `lengths` in placement order.
+
+    Example:
+
+    >>> from keras_cosent.models.sequence_packing import pack_lengths
+    >>> pack_lengths([5, 3, 4, 2, 2], row_length=8)
+    [[0, 1], [2, 3, 4]]
+    """
+    row_length = int(row_length)
+    lengths = [int(n) for n in lengths]
+    for i, n in enumerate(lengths):
+        if not 1 <= n <= row_length:
+            raise ValueError(
+                f"Sequence {i} has {n} tokens; `row_length`={row_length} needs "
+                "every sequence to have between 1 and row_length tokens."
+            )
+    rows = []
+    free = []
+    # rows_with_free[c]: the rows with exactly c free tokens, so best fit is a
+    # scan over at most row_length counts rather than over every row.
+    rows_with_free = [[] for _ in range(row_length + 1)]
+    for i in np.argsort([-n for n in lengths], kind="stable"):
+        n = lengths[i]
+        row = None
+        for capacity in range(n, row_length + 1):
+            if rows_with_free[capacity]:
+                row = rows_with_free[capacity].pop()
+                break
+        if row is None:
+            row = len(rows)
+            rows.append([])
+            free.append(row_length)
+        rows[row].append(int(i))
+        free[row] -= n
+        rows_with_free[free[row]].append(row)
+    return rows
+
+
+def packed_batches(token_lists, row_length, rows_per_batch, pad_id=0, slot_multiple=8):
+    """Packs tokenised sentences into equally shaped model inputs.
+
+    Args:
+        token_lists: list of 1-D int arrays (special tokens included).
+        row_length: int, tokens per packed row (at least the longest sequence).
+        rows_per_batch: int, rows per forward pass.
+        pad_id: id written into unused row positions.
+        slot_multiple: the number of sentence slots per pass (the most sentences
+            any pass holds) is rounded up to a multiple of this, so that inputs
+            of similar size share compiled functions.
+
+    Returns:
+        A list of `(inputs, indices)`: `inputs` a dict of numpy arrays,
+        `token_ids`, `positions`, `segment_ids`, `pack_ids` of shape
+        `(rows_per_batch, row_length)` (`pack_ids` numbers the sentences of a
+        row from 1, 0 marks unused positions) and `gather_index`,
+        `gather_mask` of shape `(slots, row_length)` (where each slot's tokens
+        sit in the flattened rows); `indices` the positions in `token_lists` of
+        the sentences in slot order. Every pass has the same shapes: the last
+        is filled with empty rows and slots.
+    """
+    rows = pack_lengths([len(ids) for ids in token_lists], row_length)
+    groups = [rows[i : i + rows_per_batch] for i in range(0, len(rows), rows_per_batch)]
+    slots = max(sum(len(row) for row in group) for group in groups)
+    slots = -(-slots // slot_multiple) * slot_multiple
+    batches = []
+    for group in groups:
+        shape = (rows_per_batch, row_length)
+        token_ids = np.full(shape, pad_id, dtype="int32")
+        positions = np.zeros(shape, dtype="int32")
+        pack_ids = np.zeros(shape, dtype="int32")
+        gather_index = np.zeros((slots, row_length), dtype="int32")
+        gather_mask = np.zeros((slots, row_length), dtype=bool)
+        # An empty slot reads one real position, so that no pooling sees an
+        # all-False mask (a max over nothing is -inf); its output is dropped.
+        gather_mask[:, 0] = True
+        indices = []
+        for r, row in enumerate(group):
+            offset = 0
+            for k, i in enumerate(row):
+                ids = token_lists[i]
+                n = len(ids)
+                token_ids[r, offset : offset + n] = ids
+                positions[r, offset : offset + n] = np.arange(n)
+                pack_ids[r, offset : offset + n] = k + 1
+                slot = len(indices)
+                gather_index[slot, :n] = r * row_length + offset + np.arange(n)
+                gather_mask[slot, :n] = True
+                indices.append(i)
+                offset += n
+        inputs = {
+            "token_ids": token_ids,
+            "positions": positions,
+            "segment_ids": np.zeros_like(token_ids),
+            "pack_ids": pack_ids,
+            "gather_index": gather_index,
+            "gather_mask": gather_mask,
+        }
+        batches.append((inputs, np.asarray(indices, dtype="int64")))
+    return batches
+
+
+def supports_packing(backbone):
+    """Whether `build_packed_model` can rewire this backbone (keras-hub BERT)."""
+    import keras_hub
+
+    return isinstance(backbone, keras_hub.models.BertBackbone)
+
+
+def build_packed_model(encoder):
+    """A model over packed rows that shares every layer of `encoder`.
+
+    It runs the backbone's own embedding, transformer and pooling layers (so
+    exact GELU, dtype policies and trained weights carry over), with the
+    positions and the block-diagonal attention mask that packing needs, and
+    returns `(slots, dim)` L2-normalised embeddings, one per gather slot.
+
+    Args:
+        encoder: a `keras_cosent.models.SentenceEncoder` on a keras-hub
+            `BertBackbone` (see `supports_packing`).
+
+    Returns:
+        A functional `keras.Model` taking the dicts of `packed_batches`.
+    """
+    backbone = encoder.backbone
+    if not supports_packing(backbone):
+        raise ValueError(
+            "Sequence packing needs a keras-hub `BertBackbone`; this encoder's "
+            f"backbone is a {type(backbone).__name__}. Encode with `packing=False`."
+        )
+    inputs = {
+        "token_ids": keras.Input((None,), dtype="int32", name="token_ids"),
+        "positions": keras.Input((None,), dtype="int32", name="positions"),
+        "segment_ids": keras.Input((None,), dtype="int32", name="segment_ids"),
+        "pack_ids": keras.Input((None,), dtype="int32", name="pack_ids"),
+        "gather_index": keras.Input((None,), dtype="int32", name="gather_index"),
+        "gather_mask": keras.Input((None,), dtype="bool", name="gather_mask"),
+    }
+    pack_ids = inputs["pack_ids"]
+    # Token i attends to token j of its row only if both belong to the same
+    # sentence; unused positions (id 0) attend among themselves, so no query
+    # row is fully masked.
+    attention_mask = ops.equal(ops.expand_dims(pack_ids, 2), ops.expand_dims(pack_ids, 1))
+    tokens = backbone.token_embedding(inputs["token_ids"])
+    positions = backbone.position_embedding(tokens, positions=inputs["positions"])
+    segments = backbone.segment_embedding(inputs["segment_ids"])
+    x = backbone.embeddings_add((tokens, positions, segments))
+    x = backbone.embeddings_layer_norm(x)
+    x = backbone.embeddings_dropout(x)
+    states = []
+    for layer in backbone.transformer_layers:
+        x = layer(x, attention_mask=attention_mask)
+        states.append(x)
+
+    def unpack(rows):
+        # (rows, row_length, dim) -> (slots, row_length, dim), slot by slot.
+        flat = ops.reshape(rows, (-1, rows.shape[-1]))
+        return ops.take(flat, inputs["gather_index"], axis=0)
+
+    if encoder.pooling == "first_last_avg":
+        features = [unpack(states[0]), unpack(states[-1])]
+    else:
+        features = unpack(states[-1])
+    pooled = encoder.pooling_layer(features, inputs["gather_mask"])
+    outputs = encoder.normalization(pooled)
+    model = keras.Model(inputs, outputs, name=f"{encoder.name}_packed")
+    if encoder.jit_compile is True:
+        model.jit_compile = True
+    return model
