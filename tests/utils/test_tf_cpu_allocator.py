@@ -1,8 +1,10 @@
 """`import keras_cosent` gives TensorFlow its BFC CPU allocator unless the user chose otherwise.
 
 Checked in fresh TensorFlow processes through TensorFlow's own view of its
-allocator: `tf.config.experimental.get_memory_info("CPU:0")` answers only when the
-CPU allocator is a BFC pool and raises otherwise.
+allocator: after a matmul, `tf.config.experimental.get_memory_info("CPU:0")`
+reports a non-zero peak only when the CPU allocator is a BFC pool. With the
+default allocator it raises on some machines and reports a peak of 0 on others
+(this project's 2-core machines have shown both), so both read as "default".
 """
 
 import doctest
@@ -24,10 +26,10 @@ import keras_cosent
 import tensorflow as tf
 tf.matmul(tf.ones([64, 64]), tf.ones([64, 64]))
 try:
-    info = tf.config.experimental.get_memory_info("CPU:0")
-    print("bfc", info["peak"] > 0)
+    peak = tf.config.experimental.get_memory_info("CPU:0")["peak"]
 except ValueError:
-    print("default")
+    peak = 0
+print("bfc" if peak > 0 else "default")
 """
 
 
@@ -43,12 +45,13 @@ def probe(env_value):
 
 @pytest.mark.skipif(not ON_TF, reason="starts TensorFlow processes; checked in the tensorflow run")
 def test_import_turns_on_the_bfc_pool_after_keras_is_imported():
-    assert probe(None) == "bfc True"
+    assert probe(None) == "bfc"
 
 
 @pytest.mark.skipif(not ON_TF, reason="starts TensorFlow processes; checked in the tensorflow run")
 def test_the_users_choice_wins():
     assert probe("false") == "default"
+    assert probe("true") == "bfc"
 
 
 def test_sets_the_variable_only_when_unset(monkeypatch):
