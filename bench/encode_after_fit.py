@@ -24,6 +24,8 @@ def main():
     p.add_argument("--passes", type=int, default=2)
     p.add_argument("--jit-compile", choices=["default", "true", "false"], default="default",
                    help="the encoder's jit_compile (default: the library's)")
+    p.add_argument("--packing", choices=["auto", "off"], default="auto",
+                   help="encode's `packing` (auto: the library's default, packed rows on BERT)")
     args = p.parse_args()
 
     import keras
@@ -41,12 +43,14 @@ def main():
         minilm_path(), pooling="mean", max_length=64)
     if args.jit_compile != "default":
         encoder.jit_compile = args.jit_compile == "true"
-    result = {"backend": keras.backend.backend(), "jit_compile": encoder.jit_compile}
+    result = {"backend": keras.backend.backend(), "jit_compile": encoder.jit_compile,
+              "packing": args.packing}
 
     def passes(tag):
         for i in range(args.passes):
             t0 = time.perf_counter()
-            encoder.encode(sentences, batch_size=32)
+            encoder.encode(sentences, batch_size=32,
+                           packing=None if args.packing == "auto" else False)
             result[f"{tag}_pass{i + 1}_s"] = round(time.perf_counter() - t0, 2)
 
     passes("fresh")

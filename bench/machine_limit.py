@@ -87,7 +87,11 @@ def padded_lengths(batch_size=16, max_length=64, limit=None, multiple=1):
 
 
 def encode_lengths(batch_size=32, max_length=64, multiple=1):
-    """Padded length of each STS-B test sentence as `encode` pads it (sorted by length)."""
+    """Padded length of each STS-B test sentence in length-sorted batches.
+
+    `encode(packing=False)`'s layout; at multiple=1 it is within 2% of the token
+    slots that `encode`'s default packed rows compute (bench/encode_packing_ab.py).
+    """
     from bench.common import read_sts_pairs
     from keras_cosent.data.padding import padded_length
 

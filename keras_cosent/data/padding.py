@@ -4,9 +4,11 @@ Padding to the longest sequence in the batch rather than to a global maximum is
 what keeps CPU training fast. On JAX and TensorFlow the length is rounded up to a
 multiple of 8, so that compiled functions see few distinct shapes; PyTorch runs
 eagerly, so there every rounded-up token would be wasted work and the default is
-the batch's exact length (see `default_pad_to_multiple_of`). The encoder's `encode`
-and the training batches both go through `pad_batch`, so the two can never disagree
-on layout.
+the batch's exact length (see `default_pad_to_multiple_of`). The training batches,
+`SentenceEncoder.preprocess` and `encode(packing=False)` all go through `pad_batch`,
+so they can never disagree on layout; `encode`'s default on BERT packs sentences
+into rows instead (`keras_cosent.models.sequence_packing`), whose row length is a
+`padded_length` too.
 """
 
 import keras

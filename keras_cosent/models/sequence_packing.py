@@ -8,11 +8,12 @@ layer then reads each sentence's tokens back out of the rows.
 
 Why: a padded batch computes every padding position through every layer. With
 lengths rounded to a multiple of 8 (what keeps JAX/TensorFlow from compiling one
-function per length) that is 27% more tokens than the STS-B test sentences hold;
-packed rows waste under 2%, and every pass has one shape, so a compiled backend
-compiles once per call instead of once per padded length. The price is attention
-over the row length instead of the sentence length, a few percent of a BERT
-layer's work at 64 tokens (BENCHMARKS.md, "Sequence packing").
+function per length) that is 30% more tokens than the STS-B test sentences hold;
+packed rows add 3-4% (the last pass's empty rows included), and every pass has
+one shape, so a compiled backend compiles once per call instead of once per
+padded length. The price is attention over the row length instead of the
+sentence length: about 3% of a MiniLM layer's work at 64 tokens (BENCHMARKS.md,
+"Sequence packing").
 
 `pack_lengths` and `packed_batches` are host-side NumPy; `build_packed_model`
 reuses the encoder's own layers (weights shared, nothing copied) for keras-hub
