@@ -2,10 +2,12 @@
 
 Runs each stack in its own process (Keras fixes its backend at import), alternating
 the stacks round by round so that drifts in machine load hit all of them alike,
-and prints medians and ratios to the peer (encoding: the second pass over the
-test set; the first, which includes per-shape compilation, in its own column). Usage:
+and prints medians and ratios to the peer, both the ratio of the medians and the
+median of per-round ratios (encoding: the second pass over the test set; the
+first, which includes per-shape compilation, in its own column). Usage:
 
     .venv/bin/python bench/speed.py --rounds 2 --pairs 512 --json bench/results/speed.json
+    .venv/bin/python bench/speed.py --from-json bench/results/speed.json   # its summary again
 
 See bench/speed_worker.py for exactly what is timed.
 """
@@ -21,6 +23,47 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def summarize(runs, stacks):
+    """Prints and returns the medians, the ratio of medians to the peer's, and the
+    median of per-round ratios (each run against the peer's run of the same round,
+    which the machine's drift between rounds affects far less)."""
+
+    def med(stack, key):
+        return statistics.median(r[key] for r in runs if r["stack"] == stack)
+
+    def round_ratio(stack, key):
+        base_by_round = {r["round"]: r[key] for r in runs if r["stack"] == base}
+        return statistics.median(
+            r[key] / base_by_round[r["round"]]
+            for r in runs if r["stack"] == stack and r["round"] in base_by_round)
+
+    base = "peer" if "peer" in stacks else stacks[0]
+    summary = []
+    print(f"\n{'stack':<12}{'train pairs/s':>14}{'ratio':>7}{'per-round':>10}"
+          f"{'encode sent/s':>15}{'ratio':>7}{'per-round':>10}"
+          f"{'1st pass':>10}{'warm-up s':>11}{'peak MiB':>10}")
+    for stack in stacks:
+        row = {
+            "stack": stack,
+            "train_pairs_per_s": med(stack, "train_pairs_per_s"),
+            "train_ratio": med(stack, "train_pairs_per_s") / med(base, "train_pairs_per_s"),
+            "train_ratio_per_round": round_ratio(stack, "train_pairs_per_s"),
+            "encode_sentences_per_s": med(stack, "encode_sentences_per_s"),
+            "encode_ratio": med(stack, "encode_sentences_per_s") / med(base, "encode_sentences_per_s"),
+            "encode_ratio_per_round": round_ratio(stack, "encode_sentences_per_s"),
+            "encode_first_sentences_per_s": med(stack, "encode_first_sentences_per_s"),
+            "warmup_s": med(stack, "warmup_s"),
+            "peak_rss_mib": med(stack, "peak_rss_mib"),
+        }
+        summary.append(row)
+        print(f"{stack:<12}{row['train_pairs_per_s']:>14.2f}{row['train_ratio']:>7.2f}"
+              f"{row['train_ratio_per_round']:>10.2f}"
+              f"{row['encode_sentences_per_s']:>15.1f}{row['encode_ratio']:>7.2f}"
+              f"{row['encode_ratio_per_round']:>10.2f}"
+              f"{row['encode_first_sentences_per_s']:>10.1f}{row['warmup_s']:>11.1f}{row['peak_rss_mib']:>10.0f}")
+    return summary
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--stacks", default="peer,tensorflow,jax,torch")
@@ -32,7 +75,14 @@ def main():
                    help="keras stacks: round each batch's length up to this multiple "
                         "(default: the library's, 8 on JAX/TensorFlow and 1 on PyTorch)")
     p.add_argument("--json", default=None, help="write all raw runs and the summary here")
+    p.add_argument("--from-json", default=None,
+                   help="print the summary of a saved run's JSON instead of running")
     args = p.parse_args()
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        summarize(saved["runs"], [s for s in saved["args"]["stacks"].split(",")])
+        return
     stacks = args.stacks.split(",")
     runs = []
     for rnd in range(args.rounds):
@@ -57,28 +107,7 @@ def main():
                   f"(1st pass {rec['encode_first_sentences_per_s']:6.1f})  warm-up {rec['warmup_s']:6.1f}s  "
                   f"peak {rec['peak_rss_mib']:6.0f} MiB  ({time.time() - t0:.0f}s)", flush=True)
 
-    def med(stack, key):
-        return statistics.median(r[key] for r in runs if r["stack"] == stack)
-
-    base = "peer" if "peer" in stacks else stacks[0]
-    summary = []
-    print(f"\n{'stack':<12}{'train pairs/s':>14}{'ratio':>7}{'encode sent/s':>15}{'ratio':>7}"
-          f"{'1st pass':>10}{'warm-up s':>11}{'peak MiB':>10}")
-    for stack in stacks:
-        row = {
-            "stack": stack,
-            "train_pairs_per_s": med(stack, "train_pairs_per_s"),
-            "train_ratio": med(stack, "train_pairs_per_s") / med(base, "train_pairs_per_s"),
-            "encode_sentences_per_s": med(stack, "encode_sentences_per_s"),
-            "encode_ratio": med(stack, "encode_sentences_per_s") / med(base, "encode_sentences_per_s"),
-            "encode_first_sentences_per_s": med(stack, "encode_first_sentences_per_s"),
-            "warmup_s": med(stack, "warmup_s"),
-            "peak_rss_mib": med(stack, "peak_rss_mib"),
-        }
-        summary.append(row)
-        print(f"{stack:<12}{row['train_pairs_per_s']:>14.2f}{row['train_ratio']:>7.2f}"
-              f"{row['encode_sentences_per_s']:>15.1f}{row['encode_ratio']:>7.2f}"
-              f"{row['encode_first_sentences_per_s']:>10.1f}{row['warmup_s']:>11.1f}{row['peak_rss_mib']:>10.0f}")
+    summary = summarize(runs, stacks)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
