@@ -338,6 +338,11 @@ class SentenceEncoder(keras.Model):
         if model is None:
             model = sequence_packing.build_packed_model(self)
             object.__setattr__(self, "_packed_model_cache", model)
+        # Follow the encoder's XLA setting (e.g. `compile(jit_compile=False)`).
+        jit_compile = self.jit_compile is True
+        if model.jit_compile is not jit_compile:
+            model.jit_compile = jit_compile
+            model.predict_function = None
         return model
 
     # === Checkpoints ===

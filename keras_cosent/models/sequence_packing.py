@@ -201,7 +201,5 @@ def build_packed_model(encoder):
         features = unpack(states[-1])
     pooled = encoder.pooling_layer(features, inputs["gather_mask"])
     outputs = encoder.normalization(pooled)
-    model = keras.Model(inputs, outputs, name=f"{encoder.name}_packed")
-    if encoder.jit_compile is True:
-        model.jit_compile = True
-    return model
+    # XLA (`jit_compile`) follows the encoder's; `SentenceEncoder` keeps it in step.
+    return keras.Model(inputs, outputs, name=f"{encoder.name}_packed")

@@ -168,3 +168,13 @@ def test_packing_argument_is_checked():
     out = other.encode(TEXTS)
     assert out.shape == (len(TEXTS), 8)
     np.testing.assert_allclose(out, other.encode(TEXTS, packing=False), atol=1e-6)
+
+
+def test_packed_model_follows_the_encoders_xla_setting():
+    encoder = make_tiny_encoder()
+    expected = encoder.jit_compile is True  # XLA on JAX/TensorFlow, eager on torch
+    assert encoder._packed_model().jit_compile is expected
+    before = encoder.encode(TEXTS)
+    encoder.compile(loss="mse", jit_compile=False)
+    assert encoder._packed_model().jit_compile is False
+    np.testing.assert_allclose(encoder.encode(TEXTS), before, atol=1e-5)
