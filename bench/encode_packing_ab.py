@@ -63,7 +63,7 @@ def main():
         padded_length(order[i], max_length=args.max_length) * args.batch_size  # last one filled
         for i in range(0, len(order), args.batch_size)
     )
-    batches = encoder._packed_batches(encoder.tokenize(sentences), args.batch_size)
+    batches = list(encoder._packed_batches(encoder.tokenize(sentences), args.batch_size))
     packed_slots = sum(inputs["token_ids"].size for inputs, _ in batches)
     n = len(sentences)
     print(json.dumps({
@@ -72,7 +72,8 @@ def main():
         "rounds": args.rounds,
         "packed_sentences_per_s": round(n / statistics.median(timed[True]), 1),
         "padded_sentences_per_s": round(n / statistics.median(timed[False]), 1),
-        "packed_over_padded": round(statistics.median(timed[False]) / statistics.median(timed[True]), 3),
+        "packed_over_padded": round(
+            statistics.median(timed[False]) / statistics.median(timed[True]), 3),
         "packed_s": [round(t, 3) for t in timed[True]],
         "padded_s": [round(t, 3) for t in timed[False]],
         "first_pass_packed_s": round(first[True], 2),

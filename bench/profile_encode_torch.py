@@ -29,7 +29,8 @@ def profile(name, fn, top):
         fn()
     events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
     total = sum(e.self_cpu_time_total for e in events)
-    print(f"\n{name}: {plain:.2f} s per pass unprofiled; aten self CPU {total / 1e6:.2f} s profiled")
+    print(f"\n{name}: {plain:.2f} s per pass unprofiled; "
+          f"aten self CPU {total / 1e6:.2f} s profiled")
     print(f"{'operator':<36}{'self s':>8}{'share':>8}{'calls':>8}")
     for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]:
         print(f"{e.key:<36}{e.self_cpu_time_total / 1e6:>8.2f}"
@@ -52,7 +53,8 @@ def main():
 
     t1, t2, _ = read_sts_pairs("test")
     sentences = list(t1) + list(t2)
-    print(f"{len(sentences)} sentences, batch {args.batch_size}, torch threads {torch.get_num_threads()}")
+    print(f"{len(sentences)} sentences, batch {args.batch_size}, "
+          f"torch threads {torch.get_num_threads()}")
 
     peer = SentenceTransformer(minilm_path(), device="cpu")
     peer.max_seq_length = 64

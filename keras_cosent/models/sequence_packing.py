@@ -87,9 +87,10 @@ def packed_batches(token_lists, row_length, rows_per_batch, pad_id=0, slot_multi
             any pass holds) is rounded up to a multiple of this, so that inputs
             of similar size share compiled functions.
 
-    Returns:
-        A list of `(inputs, indices)`: `inputs` a dict of numpy arrays,
-        `token_ids`, `positions`, `segment_ids`, `pack_ids` of shape
+    Yields:
+        One `(inputs, indices)` per forward pass, built when asked for, so a
+        large corpus is never laid out in memory at once. `inputs` is a dict of
+        numpy arrays, `token_ids`, `positions`, `segment_ids`, `pack_ids` of shape
         `(rows_per_batch, row_length)` (`pack_ids` numbers the sentences of a
         row from 1, 0 marks unused positions) and `gather_index`,
         `gather_mask` of shape `(slots, row_length)` (where each slot's tokens
@@ -101,7 +102,6 @@ def packed_batches(token_lists, row_length, rows_per_batch, pad_id=0, slot_multi
     groups = [rows[i : i + rows_per_batch] for i in range(0, len(rows), rows_per_batch)]
     slots = max(sum(len(row) for row in group) for group in groups)
     slots = -(-slots // slot_multiple) * slot_multiple
-    batches = []
     for group in groups:
         shape = (rows_per_batch, row_length)
         token_ids = np.full(shape, pad_id, dtype="int32")
@@ -134,8 +134,7 @@ def packed_batches(token_lists, row_length, rows_per_batch, pad_id=0, slot_multi
             "gather_index": gather_index,
             "gather_mask": gather_mask,
         }
-        batches.append((inputs, np.asarray(indices, dtype="int64")))
-    return batches
+        yield inputs, np.asarray(indices, dtype="int64")
 
 
 def supports_packing(backbone):

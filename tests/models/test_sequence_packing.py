@@ -59,7 +59,7 @@ def test_packed_batches_lay_out_each_sentence_whole():
         np.array([101, *rng.integers(5, 100, size=n), 102], "int32")
         for n in rng.integers(0, 14, size=37)
     ]
-    batches = packed_batches(token_lists, row_length=16, rows_per_batch=3, pad_id=0)
+    batches = list(packed_batches(token_lists, row_length=16, rows_per_batch=3, pad_id=0))
     assert len(batches) > 2
     # One shape per input for every pass, the last one included.
     for name in batches[0][0]:
@@ -115,10 +115,9 @@ def test_attention_stays_inside_each_sentence(monkeypatch):
     original = sequence_packing.packed_batches
 
     def one_sentence_id_per_row(*args, **kwargs):
-        batches = original(*args, **kwargs)
-        for inputs, _ in batches:
+        for inputs, index in original(*args, **kwargs):
             inputs["pack_ids"][:] = 1
-        return batches
+            yield inputs, index
 
     monkeypatch.setattr(sequence_packing, "packed_batches", one_sentence_id_per_row)
     mixed = encoder.encode(TEXTS, packing=True)
