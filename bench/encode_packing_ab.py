@@ -35,7 +35,6 @@ def main():
     import keras_cosent
     from bench.common import minilm_path
     from bench.common import read_sts_pairs
-    from keras_cosent.data.padding import padded_length
 
     s1, s2, _ = read_sts_pairs("test")
     sentences = list(s1) + list(s2)
@@ -56,14 +55,14 @@ def main():
         for packing in ((True, False) if rnd % 2 == 0 else (False, True)):
             timed[packing].append(run(packing)[0])
 
-    # Token slots each path computes, against the tokens the sentences hold.
-    lengths = np.array([len(ids) for ids in encoder.tokenize(sentences)])
-    order = np.sort(lengths)[::-1]
+    # Token slots each path computes (the layouts `encode` itself builds), against
+    # the tokens the sentences hold.
+    token_lists = encoder.tokenize(sentences)
+    lengths = np.array([len(ids) for ids in token_lists])
     padded_slots = sum(
-        padded_length(order[i], max_length=args.max_length) * args.batch_size  # last one filled
-        for i in range(0, len(order), args.batch_size)
-    )
-    batches = list(encoder._packed_batches(encoder.tokenize(sentences), args.batch_size))
+        inputs["token_ids"].size
+        for inputs, _ in encoder._padded_batches(token_lists, args.batch_size))
+    batches = list(encoder._packed_batches(token_lists, args.batch_size))
     packed_slots = sum(inputs["token_ids"].size for inputs, _ in batches)
     n = len(sentences)
     print(json.dumps({

@@ -81,7 +81,7 @@ def main():
     if args.from_json:
         with open(args.from_json) as f:
             saved = json.load(f)
-        summarize(saved["runs"], [s for s in saved["args"]["stacks"].split(",")])
+        summarize(saved["runs"], saved["args"]["stacks"].split(","))
         return
     stacks = args.stacks.split(",")
     runs = []

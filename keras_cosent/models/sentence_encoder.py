@@ -281,11 +281,8 @@ class SentenceEncoder(keras.Model):
             raise ValueError(
                 f"`packing` should be None, True or False. Received: `packing`={packing!r}"
             )
-        if packing is True and not sequence_packing.supports_packing(self.backbone):
-            raise ValueError(
-                "`packing=True` needs a keras-hub `BertBackbone`; this encoder's "
-                f"backbone is a {type(self.backbone).__name__}."
-            )
+        if packing is True:
+            sequence_packing.check_supports_packing(self.backbone)
         token_lists = self.tokenize(texts)
         n = len(token_lists)
         out = np.zeros((n, self.embedding_dim), dtype="float32")

@@ -144,6 +144,15 @@ def supports_packing(backbone):
     return isinstance(backbone, keras_hub.models.BertBackbone)
 
 
+def check_supports_packing(backbone):
+    """Raises the ValueError that names the backbone when it cannot be packed."""
+    if not supports_packing(backbone):
+        raise ValueError(
+            "Sequence packing needs a keras-hub `BertBackbone`; this encoder's "
+            f"backbone is a {type(backbone).__name__}. Encode with `packing=False`."
+        )
+
+
 def build_packed_model(encoder):
     """A model over packed rows that shares every layer of `encoder`.
 
@@ -160,11 +169,7 @@ def build_packed_model(encoder):
         A functional `keras.Model` taking the dicts of `packed_batches`.
     """
     backbone = encoder.backbone
-    if not supports_packing(backbone):
-        raise ValueError(
-            "Sequence packing needs a keras-hub `BertBackbone`; this encoder's "
-            f"backbone is a {type(backbone).__name__}. Encode with `packing=False`."
-        )
+    check_supports_packing(backbone)
     inputs = {
         "token_ids": keras.Input((None,), dtype="int32", name="token_ids"),
         "positions": keras.Input((None,), dtype="int32", name="positions"),
