@@ -67,8 +67,10 @@ def keras_siamese(encoder):
     return model
 
 
-def keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length, pad_to_multiple_of=None):
-    """STS-B pairs as the keras stacks' training batches, in file order (no shuffling)."""
+def keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length, pad_to_multiple_of=None,
+                       packing=True):
+    """STS-B pairs as the keras stacks' training batches, in file order (no shuffling),
+    packed into shared rows as `keras-cosent train` packs them (`packing=False`: padded)."""
     import numpy as np
 
     import keras_cosent
@@ -77,7 +79,7 @@ def keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length, pad_to_m
         columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
     return keras_cosent.data.PairBatches(
         data, encoder.tokenize, batch_size=batch_size, pad_id=encoder.pad_id, shuffle=False,
-        max_length=max_length, pad_to_multiple_of=pad_to_multiple_of)
+        max_length=max_length, pad_to_multiple_of=pad_to_multiple_of, packing=packing)
 
 
 def keras_training_run(pairs, batch_size=16, max_length=64, seed=0):

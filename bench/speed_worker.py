@@ -6,7 +6,10 @@ tokenising each batch as its data collator does) and `tensorflow`/`jax`/`torch`
 the recipes' optimizer, `recipes.optimizers.adamw`).
 Both train the packaged all-MiniLM-L6-v2 with CoSENT, AdamW lr 2e-5, on the same
 first `--pairs` STS-B train pairs in the same order, batch `--batch-size`,
-`--max-length` tokens, padding each batch to its own longest sequence. The first
+`--max-length` tokens. The peer pads each column of a batch to its longest
+sentence; the keras stacks pack each batch's sentences into shared rows, as
+`keras-cosent train` does (`--no-packing`: pad both columns to the batch's
+longest sentence, rounded up to 8 on JAX/TensorFlow). The first
 epoch is warm-up (compilation, caches) and reported separately; the second is timed.
 Encoding speed is measured on the STS-B test sentences (both columns): a first
 pass (which compiles one function per padded length on JAX/TensorFlow) is
@@ -96,7 +99,7 @@ def run_keras(args, s1, s2, labels, test_sentences):
     model = keras_siamese(encoder)
     t0 = time.perf_counter()
     batches = keras_pair_batches(encoder, s1, s2, labels, args.batch_size, args.max_length,
-                                 args.pad_to_multiple_of)
+                                 args.pad_to_multiple_of, packing=args.packing)
     tokenise = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -120,6 +123,9 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pad-to-multiple-of", type=int, default=None,
                    help="keras stacks, training batches (default: the library's)")
+    p.add_argument("--packing", action=argparse.BooleanOptionalAction, default=True,
+                   help="keras stacks: pack training batches into shared rows, as "
+                        "`keras-cosent train` does (default), or pad them")
     args = p.parse_args()
     if args.stack != "peer":
         os.environ["KERAS_BACKEND"] = args.stack

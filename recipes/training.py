@@ -4,7 +4,8 @@
 `SentenceEncoder`, wraps it in a `SiameseEncoder` (plus a
 `SoftmaxClassifierHead` for the Sentence-BERT baseline), trains it with AdamW
 (`recipes.optimizers.adamw`: PyTorch's fused kernel on torch) on a
-linear warm-up/decay schedule and the chosen loss (dropout masks from ThreeFry
+linear warm-up/decay schedule and the chosen loss on batches packed into
+shared rows where the backbone allows (`PairBatches(packing=True)`; dropout masks from ThreeFry
 under XLA on TensorFlow: `recipes.xla_dropout`; no tf.data autotuning behind the
 batches: `recipes.tf_data_autotune`), evaluates dev Spearman after
 every epoch with `SpearmanEvaluator`, and writes the encoder, the per-epoch
@@ -29,6 +30,7 @@ from keras_cosent.losses import CosineMSELoss
 from keras_cosent.losses import InfoNCELoss
 from keras_cosent.losses import SoftmaxLoss
 from keras_cosent.models import SiameseEncoder
+from keras_cosent.models.sequence_packing import supports_packing
 from recipes import data_loading
 from recipes import reporting
 from recipes.evaluation import evaluate_sts
@@ -144,6 +146,7 @@ def train_encoder(config, directory, env):
         seed=config["seed"],
         label_mode=label_mode,
         unique_texts=label_mode == "group",
+        packing=config["packing"] and supports_packing(encoder.backbone),
     )
     total_steps = len(batches) * config["epochs"]
     schedule = WarmupLinearDecay(

@@ -16,6 +16,8 @@ from keras_cosent.data.padding import default_pad_to_multiple_of
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.data.padding import padded_length
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.models.sequence_packing import pack_batch
+from keras_cosent.models.sequence_packing import pack_lengths
 
 _LABEL_MODES = ("score", "group")
 # Texts per `tokenize` call: bounds peak memory of the tokeniser on big corpora.
@@ -76,6 +78,19 @@ class PairBatches(keras.utils.PyDataset):
         max_length: optional cap on the padded length; a tokenised text longer
             than it is an error (truncation is the tokeniser's job).
         drop_remainder: drop the last, incomplete batch of each epoch.
+        packing: lay each batch out as packed rows instead of padded columns
+            (for a `SiameseEncoder` on a keras-hub `BertBackbone`): the
+            sentences of every column share rows of one fixed length (the
+            dataset's longest text, rounded up to `pad_to_multiple_of`), a
+            batch takes as few rows as it needs, and attention stays inside
+            each sentence, so the model computes the same function on far
+            fewer token positions (`keras_cosent.models.sequence_packing`).
+            `x` is then a dict of `token_ids`, `positions`, `segment_ids`,
+            `pack_ids` of shape `(rows, row_length)` and `gather_index`,
+            `gather_mask` of shape `(batch, columns, row_length)`.
+        rows_multiple: with `packing`, round a batch's number of rows up to a
+            multiple of this, so compiled train steps see few distinct shapes.
+            None: 2 where `pad_to_multiple_of` > 1 (compiled backends), else 1.
         **pydataset_kwargs: `workers`, `use_multiprocessing`,
             `max_queue_size` of `keras.utils.PyDataset`.
 
@@ -106,6 +121,8 @@ class PairBatches(keras.utils.PyDataset):
         pad_to_multiple_of=None,
         max_length=None,
         drop_remainder=False,
+        packing=False,
+        rows_multiple=None,
         **pydataset_kwargs,
     ):
         super().__init__(**pydataset_kwargs)
@@ -146,6 +163,15 @@ class PairBatches(keras.utils.PyDataset):
                 f"`max_length` should be None or a positive integer. "
                 f"Received: `max_length`={max_length!r}"
             )
+        if packing not in (True, False):
+            raise ValueError(f"`packing` should be True or False. Received: `packing`={packing!r}")
+        if rows_multiple is None:
+            rows_multiple = 2 if pad_to_multiple_of > 1 else 1
+        if not _is_int(rows_multiple) or rows_multiple < 1:
+            raise ValueError(
+                "`rows_multiple` should be a positive integer. "
+                f"Received: `rows_multiple`={rows_multiple!r}"
+            )
         if len(dataset) == 0:
             raise ValueError(f"`dataset` ({dataset.source!r}) has no rows.")
         if drop_remainder and len(dataset) < batch_size:
@@ -174,8 +200,14 @@ class PairBatches(keras.utils.PyDataset):
         self.pad_to_multiple_of = int(pad_to_multiple_of)
         self.max_length = max_length
         self.drop_remainder = bool(drop_remainder)
+        self.packing = packing
+        self.rows_multiple = int(rows_multiple)
 
         self._tokenize_once(tokenize)
+        # One row length for every epoch: a compiled train step keeps it static.
+        self.row_length = padded_length(
+            self._text_lengths.max(), self.pad_to_multiple_of, self.max_length
+        )
         if label_mode == "score":
             self._targets = np.asarray(dataset.labels, dtype="float32")
         else:
@@ -257,7 +289,10 @@ class PairBatches(keras.utils.PyDataset):
             )
         self.stats = stats
         batches = [np.asarray(b, dtype="int64") for b in batches]
-        self._vary_leading_lengths(batches)
+        if not self.packing:
+            # Packed batches have one row length and a batch axis Keras leaves
+            # dynamic anyway.
+            self._vary_leading_lengths(batches)
         return batches
 
     def _batch_length(self, rows):
@@ -349,6 +384,11 @@ class PairBatches(keras.utils.PyDataset):
         rows = self._batches[index]
         num_columns = self.dataset.num_columns
         sequences = [self._tokens[t] for t in self._text_ids[rows].reshape(-1)]
+        if self.packing:
+            x = pack_batch(sequences, self.row_length, self.pad_id, self.rows_multiple)
+            for key in ("gather_index", "gather_mask"):
+                x[key] = x[key].reshape(len(rows), num_columns, self.row_length)
+            return x, self._targets[rows]
         padded = pad_batch(sequences, self.pad_id, self.pad_to_multiple_of, self.max_length)
         x = {k: v.reshape(len(rows), num_columns, -1) for k, v in padded.items()}
         return x, self._targets[rows]
@@ -368,7 +408,13 @@ class PairBatches(keras.utils.PyDataset):
         """Fraction of the token positions in this epoch's batches that are padding."""
         positions = 0
         for rows in self._batches:
-            positions += len(rows) * self.dataset.num_columns * self._batch_length(rows)
+            if self.packing:
+                lengths = self._text_lengths[self._text_ids[rows].reshape(-1)]
+                num_rows = len(pack_lengths(lengths, self.row_length))
+                num_rows = -(-num_rows // self.rows_multiple) * self.rows_multiple
+                positions += num_rows * self.row_length
+            else:
+                positions += len(rows) * self.dataset.num_columns * self._batch_length(rows)
         return 1.0 - self.num_tokens / positions
 
 

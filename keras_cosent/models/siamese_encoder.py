@@ -5,12 +5,17 @@ positive and hard negatives. Rather than calling the encoder once per column,
 `SiameseEncoder` folds the columns into the batch axis, so each step runs one
 encoder call over `batch * columns` sentences (shared weights, larger matmuls),
 and unfolds the embeddings afterwards.
+
+It also takes packed batches (`keras_cosent.data.PairBatches(packing=True)`):
+the sentences of all columns share rows of tokens, and the embeddings are read
+back out per `(row, column)` slot (`keras_cosent.models.sequence_packing`).
 """
 
 import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
 
 
@@ -26,7 +31,12 @@ class SiameseEncoder(keras.Model):
     Call arguments:
         inputs: dict of `(batch, columns, seq)` arrays `token_ids`,
             `padding_mask` and `segment_ids`, as `keras_cosent.data.PairBatches`
-            yields. All columns share one padded length.
+            yields. All columns share one padded length. Or, for an encoder
+            on a keras-hub `BertBackbone`, a packed batch
+            (`PairBatches(packing=True)`): `token_ids`, `positions`,
+            `segment_ids`, `pack_ids` of shape `(rows, row_length)` and
+            `gather_index`, `gather_mask` of shape
+            `(batch, columns, row_length)`.
 
     Returns:
         float32 embeddings of shape `(batch, columns, dim)`: column 0 the
@@ -79,6 +89,8 @@ class SiameseEncoder(keras.Model):
                 "SiameseEncoder expects a dict with `token_ids`, `padding_mask` "
                 f"and `segment_ids` of shape (batch, columns, seq). Received: {inputs!r:.200}"
             )
+        if "pack_ids" in inputs:
+            return self._call_packed(inputs, training)
         token_ids = inputs["token_ids"]
         if len(token_ids.shape) != 3:
             raise ValueError(
@@ -91,6 +103,29 @@ class SiameseEncoder(keras.Model):
         seq = ops.shape(token_ids)[2]
         flat = {key: ops.reshape(value, (-1, seq)) for key, value in inputs.items()}
         embeddings = self.encoder(flat, training=training)
+        return ops.reshape(embeddings, (-1, columns, embeddings.shape[-1]))
+
+    def _call_packed(self, inputs, training):
+        missing = [key for key in sequence_packing.PACKED_KEYS if key not in inputs]
+        if missing:
+            raise ValueError(
+                f"A packed batch (it has `pack_ids`) also needs {missing}; received "
+                f"the keys {sorted(inputs)}."
+            )
+        gather_index = inputs["gather_index"]
+        if len(gather_index.shape) != 3:
+            raise ValueError(
+                "A packed batch's `gather_index` should have shape (batch, columns, "
+                f"row_length); received shape {tuple(gather_index.shape)}."
+            )
+        columns = gather_index.shape[1]
+        if columns is None:
+            columns = ops.shape(gather_index)[1]
+        row_length = ops.shape(gather_index)[2]
+        flat = dict(inputs)
+        for key in ("gather_index", "gather_mask"):
+            flat[key] = ops.reshape(inputs[key], (-1, row_length))
+        embeddings = sequence_packing.packed_embeddings(self.encoder, flat, training=training)
         return ops.reshape(embeddings, (-1, columns, embeddings.shape[-1]))
 
     def get_config(self):

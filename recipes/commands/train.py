@@ -101,6 +101,9 @@ evaluates on its 80 dev pairs."""
               help="Seed of weight initialisation, dropout and shuffling.")
 @click.option("--mixed-precision", is_flag=True, default=False, show_default=True,
               help="Train in mixed_float16 (for GPUs; slower on most CPUs).")
+@click.option("--packing/--no-packing", default=True, show_default=True,
+              help="Pack each batch's sentences into shared rows instead of padding them "
+                   "(same results, less work; keras-hub BERT backbones, others pad).")
 @click.option("--output", type=click.Path(file_okay=False), required=True, show_default=True,
               help="Run directory to create; an identical finished run there is reused.")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,

@@ -58,6 +58,29 @@ def test_config_records_the_exact_run(trained_run):
     assert shlex.split(record["command"]).count("--backend") == 1
 
 
+@pytest.mark.parametrize("flag, packed", [(None, True), ("--no-packing", False)])
+def test_batches_are_packed_unless_asked_not_to(cli, tiny_checkpoint, small_train, tmp_path,
+                                                monkeypatch, flag, packed):
+    import recipes.training
+
+    made = []
+
+    class RecordingPairBatches(recipes.training.PairBatches):
+        def __getitem__(self, index):
+            x, y = super().__getitem__(index)
+            made.append(sorted(x))
+            return x, y
+
+    monkeypatch.setattr(recipes.training, "PairBatches", RecordingPairBatches)
+    args = ["train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+            "--batch-size", 8, "--max-length", 16, "--output", tmp_path / "run"]
+    result = cli(*args, *([flag] if flag else []))
+    assert result.exit_code == 0, result.output
+    assert made and all(("pack_ids" in keys) is packed for keys in made)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
+    assert config["packing"] is packed
+
+
 def test_the_recorded_command_repeats_the_run(cli, trained_run, tmp_path):
     record = json.loads((trained_run["output"] / "config.json").read_text())
     words = shlex.split(record["command"])[1:]
