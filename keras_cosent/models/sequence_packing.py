@@ -18,9 +18,10 @@ sentence length: about 3% of a MiniLM layer's work at 64 tokens (BENCHMARKS.md,
 Training packs too: `keras_cosent.data.PairBatches(packing=True)` lays out
 each batch with `pack_batch` (as few rows as the batch needs, slots in input
 order) and `keras_cosent.models.SiameseEncoder` runs them through
-`packed_embeddings`. On the STS-B train split (batch 16, both columns) that is
-1.10x the tokens instead of 1.88x for per-batch padding rounded to 8 (1.54x
-for sentence-transformers' padding of each column to its own longest), for the
+`packed_embeddings`. On the STS-B train split (batches of 16 pairs) that is
+1.16x the real tokens on JAX/TensorFlow (rows rounded to an even count) and
+1.10x on PyTorch, instead of 1.88x / 1.63x for padded batches (1.54x for
+sentence-transformers, which pads each column to its own longest), for the
 same function and the same gradients.
 
 `pack_lengths`, `packed_batches` and `pack_batch` are host-side NumPy;
