@@ -9,6 +9,10 @@ first, which includes per-shape compilation, in its own column). Usage:
     .venv/bin/python bench/speed.py --rounds 2 --pairs 512 --json bench/results/speed.json
     .venv/bin/python bench/speed.py --from-json bench/results/speed.json   # its summary again
 
+A stack named `<backend>-padded` (e.g. `jax-padded`) is that keras backend
+training on padded batches instead of packed ones (`speed_worker.py --no-packing`),
+for a packed/padded comparison inside one run.
+
 See bench/speed_worker.py for exactly what is timed.
 """
 
@@ -87,9 +91,12 @@ def main():
     runs = []
     for rnd in range(args.rounds):
         for stack in stacks:
-            cmd = [sys.executable, os.path.join(HERE, "speed_worker.py"), "--stack", stack,
+            worker_stack, padded = stack.removesuffix("-padded"), stack.endswith("-padded")
+            cmd = [sys.executable, os.path.join(HERE, "speed_worker.py"), "--stack", worker_stack,
                    "--pairs", str(args.pairs), "--batch-size", str(args.batch_size),
                    "--max-length", str(args.max_length)]
+            if padded:
+                cmd.append("--no-packing")
             if args.pad_to_multiple_of is not None:
                 cmd += ["--pad-to-multiple-of", str(args.pad_to_multiple_of)]
             t0 = time.time()
@@ -99,6 +106,7 @@ def main():
                 sys.stderr.write(out.stderr[-3000:])
                 raise SystemExit(f"round {rnd + 1}: stack {stack} failed (exit {out.returncode})")
             rec = json.loads(lines[-1])
+            rec["stack"] = stack
             rec["round"] = rnd + 1
             rec["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
             runs.append(rec)
