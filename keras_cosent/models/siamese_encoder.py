@@ -18,6 +18,8 @@ from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
 
+PACKED_FOLDED = ("gather_index", "gather_mask")
+
 
 @keras_cosent_export
 class SiameseEncoder(keras.Model):
@@ -89,43 +91,34 @@ class SiameseEncoder(keras.Model):
                 "SiameseEncoder expects a dict with `token_ids`, `padding_mask` "
                 f"and `segment_ids` of shape (batch, columns, seq). Received: {inputs!r:.200}"
             )
-        if "pack_ids" in inputs:
-            return self._call_packed(inputs, training)
-        token_ids = inputs["token_ids"]
-        if len(token_ids.shape) != 3:
+        packed = "pack_ids" in inputs
+        if packed:
+            missing = [key for key in sequence_packing.PACKED_KEYS if key not in inputs]
+            if missing:
+                raise ValueError(
+                    f"A packed batch (it has `pack_ids`) also needs {missing}; received "
+                    f"the keys {sorted(inputs)}."
+                )
+            # Only the per-sentence arrays carry columns; the rows are shared.
+            key, layout, folded = "gather_index", "(batch, columns, row_length)", PACKED_FOLDED
+        else:
+            key, layout, folded = "token_ids", "(batch, columns, seq)", tuple(inputs)
+        if len(inputs[key].shape) != 3:
             raise ValueError(
-                "SiameseEncoder expects `token_ids` of shape (batch, columns, seq); "
-                f"received shape {tuple(token_ids.shape)}."
+                f"SiameseEncoder expects `{key}` of shape {layout}; "
+                f"received shape {tuple(inputs[key].shape)}."
             )
-        columns = token_ids.shape[1]
+        columns = inputs[key].shape[1]
         if columns is None:
-            columns = ops.shape(token_ids)[1]
-        seq = ops.shape(token_ids)[2]
-        flat = {key: ops.reshape(value, (-1, seq)) for key, value in inputs.items()}
-        embeddings = self.encoder(flat, training=training)
-        return ops.reshape(embeddings, (-1, columns, embeddings.shape[-1]))
-
-    def _call_packed(self, inputs, training):
-        missing = [key for key in sequence_packing.PACKED_KEYS if key not in inputs]
-        if missing:
-            raise ValueError(
-                f"A packed batch (it has `pack_ids`) also needs {missing}; received "
-                f"the keys {sorted(inputs)}."
-            )
-        gather_index = inputs["gather_index"]
-        if len(gather_index.shape) != 3:
-            raise ValueError(
-                "A packed batch's `gather_index` should have shape (batch, columns, "
-                f"row_length); received shape {tuple(gather_index.shape)}."
-            )
-        columns = gather_index.shape[1]
-        if columns is None:
-            columns = ops.shape(gather_index)[1]
-        row_length = ops.shape(gather_index)[2]
+            columns = ops.shape(inputs[key])[1]
+        length = ops.shape(inputs[key])[2]
         flat = dict(inputs)
-        for key in ("gather_index", "gather_mask"):
-            flat[key] = ops.reshape(inputs[key], (-1, row_length))
-        embeddings = sequence_packing.packed_embeddings(self.encoder, flat, training=training)
+        for name in folded:
+            flat[name] = ops.reshape(inputs[name], (-1, length))
+        if packed:
+            embeddings = sequence_packing.packed_embeddings(self.encoder, flat, training=training)
+        else:
+            embeddings = self.encoder(flat, training=training)
         return ops.reshape(embeddings, (-1, columns, embeddings.shape[-1]))
 
     def get_config(self):

@@ -160,6 +160,9 @@ def test_packing_arguments_are_checked():
         PairBatches(data, encoder.tokenize, batch_size=1, packing=True, rows_multiple=0)
     model = SiameseEncoder(encoder)
     x = _packed(encoder, ROWS)
+    flat = dict(x, gather_index=x["gather_index"].reshape(-1, 32))
+    with pytest.raises(ValueError, match=r"`gather_index` of shape \(batch, columns, row_length\)"):
+        model(flat)
     del x["positions"]
     with pytest.raises(ValueError, match=r"needs \['positions'\]"):
         model(x)
