@@ -7,7 +7,7 @@ eagerly, so there every rounded-up token would be wasted work and the default is
 the batch's exact length (see `default_pad_to_multiple_of`). The training batches,
 `SentenceEncoder.preprocess` and `encode(packing=False)` all go through `pad_batch`,
 so they can never disagree on layout; `encode`'s default on BERT packs sentences
-into rows instead (`keras_cosent.models.sequence_packing`), whose row length is a
+into rows instead (`keras_cosent.data.packing`), whose row length is a
 `padded_length` too.
 """
 

@@ -16,8 +16,8 @@ from keras_cosent.data.padding import default_pad_to_multiple_of
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.data.padding import padded_length
 from keras_cosent.data.pair_dataset import PairDataset
-from keras_cosent.models.sequence_packing import pack_batch
-from keras_cosent.models.sequence_packing import pack_lengths
+from keras_cosent.data.packing import pack_batch
+from keras_cosent.data.packing import pack_lengths
 
 _LABEL_MODES = ("score", "group")
 # Texts per `tokenize` call: bounds peak memory of the tokeniser on big corpora.
@@ -84,7 +84,7 @@ class PairBatches(keras.utils.PyDataset):
             dataset's longest text, rounded up to `pad_to_multiple_of`), a
             batch takes as few rows as it needs, and attention stays inside
             each sentence, so the model computes the same function on far
-            fewer token positions (`keras_cosent.models.sequence_packing`).
+            fewer token positions (`keras_cosent.data.packing`).
             `x` is then a dict of `token_ids`, `positions`, `segment_ids`,
             `pack_ids` of shape `(rows, row_length)` and `gather_index`,
             `gather_mask` of shape `(batch, columns, row_length)`.

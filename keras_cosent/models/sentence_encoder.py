@@ -18,6 +18,7 @@ import keras
 import numpy as np
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.data import packing as host_packing
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.data.padding import padded_length
 from keras_cosent.layers.l2_normalization import L2Normalization
@@ -324,7 +325,7 @@ class SentenceEncoder(keras.Model):
         rows_per_batch = max(1, int(round(batch_size * lengths.mean() / row_length)))
         rows_needed = -(-int(lengths.sum()) // row_length)
         rows_per_batch = min(rows_per_batch, rows_needed)
-        return sequence_packing.packed_batches(
+        return host_packing.packed_batches(
             token_lists, row_length, rows_per_batch, pad_id=self.pad_id
         )
 

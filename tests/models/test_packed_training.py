@@ -10,7 +10,7 @@ from keras_cosent.data import PairDataset
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.losses import CoSENTLoss
 from keras_cosent.models import SiameseEncoder
-from keras_cosent.models.sequence_packing import pack_batch
+from keras_cosent.data.packing import pack_batch
 from tests.models.conftest import make_tiny_encoder
 from tests.models.test_sentence_encoder import TEXTS
 from tests.models.test_sequence_packing import POOLINGS

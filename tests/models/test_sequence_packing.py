@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_cosent.models import sequence_packing
-from keras_cosent.models.sequence_packing import pack_lengths
-from keras_cosent.models.sequence_packing import packed_batches
+from keras_cosent.data import packing
+from keras_cosent.data.packing import pack_lengths
+from keras_cosent.data.packing import packed_batches
 from tests.models.conftest import make_tiny_encoder
 from tests.models.test_sentence_encoder import TEXTS
 
@@ -43,7 +43,7 @@ def test_pack_lengths_is_best_fit_decreasing(seed):
 def test_pack_lengths_example():
     import doctest
 
-    result = doctest.testmod(sequence_packing, verbose=False)
+    result = doctest.testmod(packing, verbose=False)
     assert result.attempted > 0 and result.failed == 0
 
 
@@ -112,14 +112,14 @@ def test_attention_stays_inside_each_sentence(monkeypatch):
     # Without the block-diagonal mask, sentences sharing a row would mix.
     encoder = make_tiny_encoder()
     expected = encoder.encode(TEXTS, packing=False)
-    original = sequence_packing.packed_batches
+    original = packing.packed_batches
 
     def one_sentence_id_per_row(*args, **kwargs):
         for inputs, index in original(*args, **kwargs):
             inputs["pack_ids"][:] = 1
             yield inputs, index
 
-    monkeypatch.setattr(sequence_packing, "packed_batches", one_sentence_id_per_row)
+    monkeypatch.setattr(packing, "packed_batches", one_sentence_id_per_row)
     mixed = encoder.encode(TEXTS, packing=True)
     assert np.abs(mixed - expected).max() > 1e-4
 
