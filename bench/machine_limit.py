@@ -102,7 +102,7 @@ def real_encode_lengths(max_length=64):
     from bench.common import read_sts_pairs
 
     t1, t2, _ = read_sts_pairs("test")
-    return _token_counts(list(t1) + list(t2), max_length)
+    return np.array(_token_counts(list(t1) + list(t2), max_length))
 
 
 def encode_lengths(batch_size=32, max_length=64, multiple=1):
@@ -149,7 +149,7 @@ def main():
     print(f"train: mean length {lens.mean():.1f} tokens (padded per batch: {padded.mean():.1f}, "
           f"x8: {lens8.mean():.1f}); forward {fwd / 1e9:.2f} GFLOP/sentence; "
           f"train {train_pair / 1e9:.2f} GFLOP/pair")
-    enc_lens = np.array(real_encode_lengths())
+    enc_lens = real_encode_lengths()
     enc_fwd = np.mean([forward_flops(t) for t in enc_lens])
     enc_lens8 = encode_lengths(multiple=8)
     print(f"encode: mean length {enc_lens.mean():.1f} tokens (padded x8: {enc_lens8.mean():.1f}); "

@@ -12,6 +12,14 @@ reads the sentences back out, is `keras_cosent.models.sequence_packing`.
 
 import numpy as np
 
+from keras_cosent.data.padding import padded_length
+
+# The arrays of a packed input, as `packed_batches` and `pack_batch` lay them out.
+PACKED_KEYS = ("token_ids", "positions", "segment_ids", "pack_ids", "gather_index", "gather_mask")
+# Those with one row per sentence (the others have one per packed row); a
+# training batch gives them a column axis, `(batch, columns, row_length)`.
+PER_SENTENCE_KEYS = ("gather_index", "gather_mask")
+
 
 def pack_lengths(lengths, row_length):
     """Assigns sequences to rows of `row_length` tokens, best fit decreasing.
@@ -89,7 +97,7 @@ def packed_batches(token_lists, row_length, rows_per_batch, pad_id=0, slot_multi
     rows = pack_lengths([len(ids) for ids in token_lists], row_length)
     groups = [rows[i : i + rows_per_batch] for i in range(0, len(rows), rows_per_batch)]
     slots = max(sum(len(row) for row in group) for group in groups)
-    slots = -(-slots // slot_multiple) * slot_multiple
+    slots = padded_length(slots, slot_multiple)
     for group in groups:
         indices = [i for row in group for i in row]
         slot_of = {i: slot for slot, i in enumerate(indices)}
@@ -131,10 +139,21 @@ def pack_batch(token_lists, row_length, pad_id=0, rows_multiple=1):
     """
     if len(token_lists) == 0:
         raise ValueError("`token_lists` is empty: cannot pack an empty batch.")
-    rows = pack_lengths([len(ids) for ids in token_lists], row_length)
-    num_rows = -(-len(rows) // rows_multiple) * rows_multiple
+    rows, num_rows = batch_rows([len(ids) for ids in token_lists], row_length, rows_multiple)
     slot_of = {i: i for i in range(len(token_lists))}
     return _lay_out(token_lists, rows, num_rows, row_length, len(token_lists), slot_of, pad_id)
+
+
+def batch_rows(lengths, row_length, rows_multiple=1):
+    """The rows `pack_batch` fills for sequences of these lengths, and how many it lays out.
+
+    Returns:
+        `(rows, num_rows)`: `pack_lengths`' rows, and their count rounded up to
+        `rows_multiple` (the empty rows included), so that callers that only
+        count positions (`PairBatches.padding_ratio`) count what `pack_batch` builds.
+    """
+    rows = pack_lengths(lengths, row_length)
+    return rows, padded_length(len(rows), rows_multiple)
 
 
 def _lay_out(token_lists, rows, num_rows, row_length, slots, slot_of, pad_id):

@@ -12,12 +12,13 @@ import warnings
 import keras
 import numpy as np
 
+from keras_cosent.data.packing import PER_SENTENCE_KEYS
+from keras_cosent.data.packing import batch_rows
+from keras_cosent.data.packing import pack_batch
 from keras_cosent.data.padding import default_pad_to_multiple_of
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.data.padding import padded_length
 from keras_cosent.data.pair_dataset import PairDataset
-from keras_cosent.data.packing import pack_batch
-from keras_cosent.data.packing import pack_lengths
 
 _LABEL_MODES = ("score", "group")
 # Texts per `tokenize` call: bounds peak memory of the tokeniser on big corpora.
@@ -386,7 +387,7 @@ class PairBatches(keras.utils.PyDataset):
         sequences = [self._tokens[t] for t in self._text_ids[rows].reshape(-1)]
         if self.packing:
             x = pack_batch(sequences, self.row_length, self.pad_id, self.rows_multiple)
-            for key in ("gather_index", "gather_mask"):
+            for key in PER_SENTENCE_KEYS:
                 x[key] = x[key].reshape(len(rows), num_columns, self.row_length)
             return x, self._targets[rows]
         padded = pad_batch(sequences, self.pad_id, self.pad_to_multiple_of, self.max_length)
@@ -410,8 +411,7 @@ class PairBatches(keras.utils.PyDataset):
         for rows in self._batches:
             if self.packing:
                 lengths = self._text_lengths[self._text_ids[rows].reshape(-1)]
-                num_rows = len(pack_lengths(lengths, self.row_length))
-                num_rows = -(-num_rows // self.rows_multiple) * self.rows_multiple
+                _, num_rows = batch_rows(lengths, self.row_length, self.rows_multiple)
                 positions += num_rows * self.row_length
             else:
                 positions += len(rows) * self.dataset.num_columns * self._batch_length(rows)

@@ -33,7 +33,7 @@ copied) for keras-hub `BertBackbone`s, the structure it knows how to rewire.
 import keras
 from keras import ops
 
-PACKED_KEYS = ("token_ids", "positions", "segment_ids", "pack_ids", "gather_index", "gather_mask")
+from keras_cosent.data.packing import PACKED_KEYS
 
 
 def supports_packing(backbone):

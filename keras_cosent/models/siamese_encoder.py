@@ -15,10 +15,10 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.data.packing import PACKED_KEYS
+from keras_cosent.data.packing import PER_SENTENCE_KEYS
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
-
-PACKED_FOLDED = ("gather_index", "gather_mask")
 
 
 @keras_cosent_export
@@ -93,14 +93,13 @@ class SiameseEncoder(keras.Model):
             )
         packed = "pack_ids" in inputs
         if packed:
-            missing = [key for key in sequence_packing.PACKED_KEYS if key not in inputs]
+            missing = [key for key in PACKED_KEYS if key not in inputs]
             if missing:
                 raise ValueError(
                     f"A packed batch (it has `pack_ids`) also needs {missing}; received "
                     f"the keys {sorted(inputs)}."
                 )
-            # Only the per-sentence arrays carry columns; the rows are shared.
-            key, layout, folded = "gather_index", "(batch, columns, row_length)", PACKED_FOLDED
+            key, layout, folded = "gather_index", "(batch, columns, row_length)", PER_SENTENCE_KEYS
         else:
             key, layout, folded = "token_ids", "(batch, columns, seq)", tuple(inputs)
         if len(inputs[key].shape) != 3:

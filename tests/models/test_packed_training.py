@@ -7,10 +7,10 @@ from keras import ops
 
 from keras_cosent.data import PairBatches
 from keras_cosent.data import PairDataset
+from keras_cosent.data.packing import pack_batch
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.losses import CoSENTLoss
 from keras_cosent.models import SiameseEncoder
-from keras_cosent.data.packing import pack_batch
 from tests.models.conftest import make_tiny_encoder
 from tests.models.test_sentence_encoder import TEXTS
 from tests.models.test_sequence_packing import POOLINGS
@@ -114,7 +114,6 @@ def test_packed_training_takes_the_same_steps_as_padded():
     packed_losses, packed_weights = _train(packing=True)
     np.testing.assert_allclose(packed_losses, padded_losses, rtol=1e-4)
     assert padded_losses[-1] < padded_losses[0]
-    moved = 0
     for before, after in zip(padded_weights, packed_weights):
         np.testing.assert_allclose(after, before, atol=2e-5)
     start = [ops.convert_to_numpy(w) for w in SiameseEncoder(
