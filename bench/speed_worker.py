@@ -128,7 +128,11 @@ def main():
                         "`keras-cosent train` does (default), or pad them")
     args = p.parse_args()
     if args.stack != "peer":
-        os.environ["KERAS_BACKEND"] = args.stack
+        # As `keras-cosent` does: sets KERAS_BACKEND (and, on JAX, the allocator
+        # settings of `recipes.host_memory`) before Keras is imported.
+        from recipes.context import Environment
+
+        Environment(args.stack).activate_backend()
     from bench.common import peak_rss_mib, read_sts_pairs
 
     s1, s2, labels = read_sts_pairs("train", limit=args.pairs)

@@ -17,6 +17,13 @@ its autotuning thread wakes (`recipes.tf_data_autotune`):
 
     .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12 --tf-data-autotune on
     .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12
+
+and on JAX, glibc keeping freed memory (`recipes.host_memory`, as `keras-cosent`
+sets it) against its default of mapping large blocks afresh:
+
+    /usr/bin/time -f "..." .venv/bin/python bench/train_steps.py --stack jax --pairs 512 --epochs 3
+    /usr/bin/time -f "..." .venv/bin/python bench/train_steps.py --stack jax --pairs 512 --epochs 3 \
+        --pool-memory off
 """
 
 import argparse
@@ -38,8 +45,16 @@ def main():
     p.add_argument("--tf-data-autotune", choices=["on", "off"], default="off",
                    help="TensorFlow: leave Keras' tf.data autotuning on for the PyDataset "
                         "(on), or turn it off as `keras-cosent train` does (off, default)")
+    p.add_argument("--pool-memory", choices=["on", "off"], default="on",
+                   help="JAX: glibc keeps freed memory for reuse (on, as `keras-cosent` "
+                        "sets it, `recipes.host_memory`) or maps it afresh (off, glibc's default)")
     args = p.parse_args()
+    if args.pool_memory == "on":
+        from recipes.context import Environment
+
+        Environment(args.stack).activate_backend()
     os.environ["KERAS_BACKEND"] = args.stack
+    import recipes.host_memory
 
     import keras
 
@@ -72,6 +87,7 @@ def main():
           + f"; median {statistics.median(ms):.0f}"
           + f" (TF_CPU_ALLOCATOR_USE_BFC={os.environ.get('TF_CPU_ALLOCATOR_USE_BFC')}"
           + (f", tf.data autotune {args.tf_data_autotune}" if args.stack == "tensorflow" else "")
+          + f", glibc pooling {bool(recipes.host_memory._applied)}"
           + ")")
     print(f"{args.stack}: s from the last step to fit's return " + " ".join(f"{x:.2f}" for x in tails)
           + f"; epochs with more than 0.5 s: {sum(x > 0.5 for x in tails)} of {len(tails)}")

@@ -12,6 +12,7 @@ import sys
 import click
 
 from recipes.errors import CliError
+from recipes.host_memory import pool_freed_memory
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -35,6 +36,10 @@ class Environment:
                     f"keras-cosent in a new process or pass --backend {current}."
                 )
         os.environ["KERAS_BACKEND"] = self.backend
+        if self.backend == "jax" and keras is None:
+            # Before JAX starts its threads: reuse each step's freed temporaries
+            # (in a process that has already run Keras, its threads keep their arenas).
+            pool_freed_memory()
         # TensorFlow's C++ start-up chatter buries the results table otherwise.
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
