@@ -9,6 +9,13 @@ wall time. py-spy cannot see inside either runtime; this can.
 
     .venv/bin/python bench/profile_train.py --stack tensorflow --pairs 256
     .venv/bin/python bench/profile_train.py --stack jax --pairs 256
+
+`--encode` profiles one steady-state `encode` pass over the 2,758 STS-B test
+sentences (batch 32, as the harness times it) instead, after one untimed pass,
+and adds the matrix products' share of the pass and their rate in GFLOP/s, from
+the FLOPs of the packed rows the pass computes:
+
+    .venv/bin/python bench/profile_train.py --stack jax --encode
 """
 
 import argparse
@@ -63,31 +70,28 @@ def main():
     p.add_argument("--max-length", type=int, default=64)
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--logdir", default=None, help="where to keep the trace (default: a temp dir)")
+    p.add_argument("--encode", action="store_true",
+                   help="profile an encode pass over the STS-B test sentences instead")
+    p.add_argument("--encode-batch-size", type=int, default=32)
     args = p.parse_args()
-    os.environ["KERAS_BACKEND"] = args.stack
+    from recipes.context import Environment
 
+    Environment(args.stack).activate_backend()  # as keras-cosent and the harness start
+
+    if args.encode:
+        return profile_encode(args)
     from bench.common import keras_training_run
 
     _, model, batches = keras_training_run(args.pairs, args.batch_size, args.max_length)
     model.fit(batches, epochs=1, verbose=0)
 
-    logdir = args.logdir or tempfile.mkdtemp(prefix=f"profile-{args.stack}-")
-    if args.stack == "tensorflow":
-        import tensorflow as tf
-
-        start, stop = (lambda: tf.profiler.experimental.start(logdir),
-                       tf.profiler.experimental.stop)
-    else:
-        import jax
-
-        start, stop = (lambda: jax.profiler.start_trace(logdir), jax.profiler.stop_trace)
+    start, stop, trace = profiler(args)
     start()
     t0 = time.perf_counter()
     model.fit(batches, epochs=1, verbose=0)
     wall = time.perf_counter() - t0
     stop()
-    paths = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))
-    rows, threads, kinds = summarise(paths[-1], args.top)
+    rows, threads, kinds = summarise(trace(), args.top)
     print(f"# {args.stack}: {len(batches)} steps, epoch wall {wall:.2f} s "
           f"({len(batches.dataset) / wall:.2f} pairs/s, {wall / len(batches) * 1000:.0f} ms/step); "
           f"trace {paths[-1]}")
@@ -100,6 +104,81 @@ def main():
     print(f"{'seconds':>9} {'ms/step':>8} {'calls':>7}  event (summed over threads; nested events overlap)")
     for name, seconds, calls in rows:
         print(f"{seconds:9.3f} {seconds / len(batches) * 1000:8.1f} {calls:7d}  {name[:110]}")
+
+
+def profiler(args):
+    """start, stop and the path of the trace written, for the backend's own profiler."""
+    logdir = args.logdir or tempfile.mkdtemp(prefix=f"profile-{args.stack}-")
+    if args.stack == "tensorflow":
+        import tensorflow as tf
+
+        start, stop = (lambda: tf.profiler.experimental.start(logdir),
+                       tf.profiler.experimental.stop)
+    else:
+        import jax
+
+        start, stop = (lambda: jax.profiler.start_trace(logdir), jax.profiler.stop_trace)
+
+    def trace():
+        return sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1]
+
+    return start, stop, trace
+
+
+# Kinds of compiled instruction that are matrix products: XLA's Eigen kernels on
+# TensorFlow (`MatMul`, `dot`, `BatchMatMulV2`), YNNPACK fusions on JAX.
+PRODUCT_KINDS = ("MatMul", "dot", "BatchMatMulV2", "ynn_fusion", "ynn-fusion")
+
+
+def encode_product_flops(encoder, sentences, batch_size):
+    """FLOPs of the matrix products in one packed `encode` pass (every computed slot)."""
+    import numpy as np
+
+    cfg = encoder.backbone.get_config()
+    hidden, inner, layers = cfg["hidden_dim"], cfg["intermediate_dim"], cfg["num_layers"]
+    rows = [inputs["token_ids"].shape for inputs, _ in
+            encoder._packed_batches(encoder.tokenize(sentences), batch_size)]
+    slots = sum(r * length for r, length in rows)
+    dense = 2 * slots * (4 * hidden * hidden + 2 * hidden * inner)
+    attention = sum(2 * 2 * r * length * length * hidden for r, length in rows)
+    return layers * (dense + attention), len(rows), slots, int(np.sum(
+        [len(t) for t in encoder.tokenize(sentences)]))
+
+
+def profile_encode(args):
+    from bench.common import minilm_path, read_sts_pairs
+    import keras_cosent
+
+    t1, t2, _ = read_sts_pairs("test")
+    sentences = list(t1) + list(t2)
+    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
+        minilm_path(), pooling="mean", max_length=args.max_length)
+    encoder.encode(sentences, batch_size=args.encode_batch_size)
+    flops, passes, slots, tokens = encode_product_flops(encoder, sentences, args.encode_batch_size)
+    start, stop, trace = profiler(args)
+    start()
+    t0 = time.perf_counter()
+    encoder.encode(sentences, batch_size=args.encode_batch_size)
+    wall = time.perf_counter() - t0
+    stop()
+    rows, threads, kinds = summarise(trace(), args.top)
+    products = sum(seconds for kind, seconds in kinds if kind in PRODUCT_KINDS)
+    compiled = sum(seconds for _, seconds in kinds)
+    print(f"# {args.stack} encode: {len(sentences)} sentences ({tokens} tokens) in {passes} "
+          f"packed passes of {slots // passes} slots; pass wall {wall:.2f} s "
+          f"({len(sentences) / wall:.1f} sent/s under the profiler)")
+    print(f"# matrix products ({', '.join(k for k in PRODUCT_KINDS)}): {products:.2f} s of events, "
+          f"{flops / 1e9:.0f} GFLOP, {flops / 1e9 / max(products, 1e-9):.0f} GFLOP/s while in them; "
+          f"all compiled instructions (top kinds) {compiled:.2f} s")
+    print("# busiest threads (s of events, nested events counted again):")
+    for name, seconds in threads:
+        print(f"#   {seconds:8.2f}  {name}")
+    print("# compiled instructions by kind (leaf XLA ops, s per pass):")
+    for kind, seconds in kinds:
+        print(f"#   {seconds:8.3f}  {kind}")
+    print(f"{'seconds':>9} {'calls':>7}  event (summed over threads; nested events overlap)")
+    for name, seconds, calls in rows:
+        print(f"{seconds:9.3f} {calls:7d}  {name[:110]}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ first, which includes per-shape compilation, in its own column). Usage:
 
 A stack named `<backend>-padded` (e.g. `jax-padded`) is that keras backend
 training on padded batches instead of packed ones (`speed_worker.py --no-packing`),
-for a packed/padded comparison inside one run.
+for a packed/padded comparison inside one run; `jax-unpooled` is JAX with glibc's
+default allocator instead of the one `keras-cosent` sets (`speed_worker.py
+--no-pool-memory`, `recipes.host_memory`).
 
 See bench/speed_worker.py for exactly what is timed.
 """
@@ -92,11 +94,15 @@ def main():
     for rnd in range(args.rounds):
         for stack in stacks:
             worker_stack, padded = stack.removesuffix("-padded"), stack.endswith("-padded")
+            unpooled = worker_stack.endswith("-unpooled")
+            worker_stack = worker_stack.removesuffix("-unpooled")
             cmd = [sys.executable, os.path.join(HERE, "speed_worker.py"), "--stack", worker_stack,
                    "--pairs", str(args.pairs), "--batch-size", str(args.batch_size),
                    "--max-length", str(args.max_length)]
             if padded:
                 cmd.append("--no-packing")
+            if unpooled:
+                cmd.append("--no-pool-memory")
             if args.pad_to_multiple_of is not None:
                 cmd += ["--pad-to-multiple-of", str(args.pad_to_multiple_of)]
             t0 = time.time()

@@ -126,13 +126,18 @@ def main():
     p.add_argument("--packing", action=argparse.BooleanOptionalAction, default=True,
                    help="keras stacks: pack training batches into shared rows, as "
                         "`keras-cosent train` does (default), or pad them")
+    p.add_argument("--pool-memory", action=argparse.BooleanOptionalAction, default=True,
+                   help="JAX: glibc keeps freed memory for reuse, as `keras-cosent` sets it "
+                        "(default), or keeps its own default (`recipes.host_memory`)")
     args = p.parse_args()
-    if args.stack != "peer":
+    if args.stack != "peer" and args.pool_memory:
         # As `keras-cosent` does: sets KERAS_BACKEND (and, on JAX, the allocator
         # settings of `recipes.host_memory`) before Keras is imported.
         from recipes.context import Environment
 
         Environment(args.stack).activate_backend()
+    elif args.stack != "peer":
+        os.environ["KERAS_BACKEND"] = args.stack
     from bench.common import peak_rss_mib, read_sts_pairs
 
     s1, s2, labels = read_sts_pairs("train", limit=args.pairs)
@@ -154,6 +159,8 @@ def main():
         "final_loss": round(loss, 4),
         "embedding_shape": list(shape),
         "peak_rss_mib": round(peak_rss_mib(), 0),
+        "glibc_pooling": bool(sys.modules["recipes.host_memory"]._applied)
+        if "recipes.host_memory" in sys.modules else False,
     }), flush=True)
 
 
