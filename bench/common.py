@@ -96,3 +96,10 @@ def keras_training_run(pairs, batch_size=16, max_length=64, seed=0):
     model = keras_siamese(encoder)
     batches = keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length)
     return encoder, model, batches
+
+
+def dense_flops(positions, config):
+    """FLOPs of a BERT encoder's dense products (Q, K, V, output, two FFN) over `positions`
+    token positions; `config` is a keras-hub `BertBackbone` config."""
+    hidden, inner = config["hidden_dim"], config["intermediate_dim"]
+    return config["num_layers"] * 2 * positions * (4 * hidden * hidden + 2 * hidden * inner)

@@ -47,12 +47,6 @@ def profile(name, fn, top):
 PRODUCTS = ("aten::addmm", "aten::mm", "aten::bmm")
 
 
-def dense_flops(positions, config):
-    """FLOPs of a BERT encoder's dense products (Q, K, V, output, two FFN) over `positions`."""
-    hidden, inner = config["hidden_dim"], config["intermediate_dim"]
-    return config["num_layers"] * 2 * positions * (4 * hidden * hidden + 2 * hidden * inner)
-
-
 def peer_positions(peer, sentences, batch_size):
     """Token positions `SentenceTransformer.encode` computes: batches in order of
     decreasing text length, each padded to its longest tokenised sentence."""
@@ -75,6 +69,7 @@ def main():
     from sentence_transformers import SentenceTransformer
 
     import keras_cosent
+    from bench.common import dense_flops
     from bench.common import minilm_path
     from bench.common import read_sts_pairs
 

@@ -91,19 +91,26 @@ def main():
     model.fit(batches, epochs=1, verbose=0)
     wall = time.perf_counter() - t0
     stop()
-    rows, threads, kinds = summarise(trace(), args.top)
+    path = trace()
+    rows, threads, kinds = summarise(path, args.top)
     print(f"# {args.stack}: {len(batches)} steps, epoch wall {wall:.2f} s "
           f"({len(batches.dataset) / wall:.2f} pairs/s, {wall / len(batches) * 1000:.0f} ms/step); "
-          f"trace {paths[-1]}")
+          f"trace {path}")
+    print_tables(rows, threads, kinds, len(batches), "step")
+
+
+def print_tables(rows, threads, kinds, count, unit):
+    """The busiest threads, compiled instructions by kind and top events, in ms per `unit`."""
     print("# busiest threads (s of events, nested events counted again):")
     for name, seconds in threads:
         print(f"#   {seconds:8.2f}  {name}")
-    print("# compiled instructions by kind (leaf XLA ops, ms per step):")
+    print(f"# compiled instructions by kind (leaf XLA ops, ms per {unit}):")
     for kind, seconds in kinds:
-        print(f"#   {seconds / len(batches) * 1000:8.1f}  {kind}")
-    print(f"{'seconds':>9} {'ms/step':>8} {'calls':>7}  event (summed over threads; nested events overlap)")
+        print(f"#   {seconds / count * 1000:8.1f}  {kind}")
+    print(f"{'seconds':>9} {'ms/' + unit:>8} {'calls':>7}  "
+          "event (summed over threads; nested events overlap)")
     for name, seconds, calls in rows:
-        print(f"{seconds:9.3f} {seconds / len(batches) * 1000:8.1f} {calls:7d}  {name[:110]}")
+        print(f"{seconds:9.3f} {seconds / count * 1000:8.1f} {calls:7d}  {name[:110]}")
 
 
 def profiler(args):
@@ -132,17 +139,18 @@ PRODUCT_KINDS = ("MatMul", "dot", "BatchMatMulV2", "ynn_fusion", "ynn-fusion")
 
 def encode_product_flops(encoder, sentences, batch_size):
     """FLOPs of the matrix products in one packed `encode` pass (every computed slot)."""
-    import numpy as np
+    from bench.common import dense_flops
 
     cfg = encoder.backbone.get_config()
-    hidden, inner, layers = cfg["hidden_dim"], cfg["intermediate_dim"], cfg["num_layers"]
+    token_lists = encoder.tokenize(sentences)
     rows = [inputs["token_ids"].shape for inputs, _ in
-            encoder._packed_batches(encoder.tokenize(sentences), batch_size)]
+            encoder._packed_batches(token_lists, batch_size)]
     slots = sum(r * length for r, length in rows)
-    dense = 2 * slots * (4 * hidden * hidden + 2 * hidden * inner)
-    attention = sum(2 * 2 * r * length * length * hidden for r, length in rows)
-    return layers * (dense + attention), len(rows), slots, int(np.sum(
-        [len(t) for t in encoder.tokenize(sentences)]))
+    # Attention's two products (scores, weighted values) within each row, every layer.
+    attention = cfg["num_layers"] * sum(2 * 2 * r * length * length * cfg["hidden_dim"]
+                                        for r, length in rows)
+    return (dense_flops(slots, cfg) + attention, len(rows), slots,
+            sum(len(t) for t in token_lists))
 
 
 def profile_encode(args):
@@ -161,24 +169,17 @@ def profile_encode(args):
     encoder.encode(sentences, batch_size=args.encode_batch_size)
     wall = time.perf_counter() - t0
     stop()
-    rows, threads, kinds = summarise(trace(), args.top)
+    path = trace()
+    rows, threads, kinds = summarise(path, args.top)
     products = sum(seconds for kind, seconds in kinds if kind in PRODUCT_KINDS)
     compiled = sum(seconds for _, seconds in kinds)
     print(f"# {args.stack} encode: {len(sentences)} sentences ({tokens} tokens) in {passes} "
           f"packed passes of {slots // passes} slots; pass wall {wall:.2f} s "
-          f"({len(sentences) / wall:.1f} sent/s under the profiler)")
+          f"({len(sentences) / wall:.1f} sent/s under the profiler); trace {path}")
     print(f"# matrix products ({', '.join(k for k in PRODUCT_KINDS)}): {products:.2f} s of events, "
           f"{flops / 1e9:.0f} GFLOP, {flops / 1e9 / max(products, 1e-9):.0f} GFLOP/s while in them; "
           f"all compiled instructions (top kinds) {compiled:.2f} s")
-    print("# busiest threads (s of events, nested events counted again):")
-    for name, seconds in threads:
-        print(f"#   {seconds:8.2f}  {name}")
-    print("# compiled instructions by kind (leaf XLA ops, s per pass):")
-    for kind, seconds in kinds:
-        print(f"#   {seconds:8.3f}  {kind}")
-    print(f"{'seconds':>9} {'calls':>7}  event (summed over threads; nested events overlap)")
-    for name, seconds, calls in rows:
-        print(f"{seconds:9.3f} {calls:7d}  {name[:110]}")
+    print_tables(rows, threads, kinds, 1, "pass")
 
 
 if __name__ == "__main__":
