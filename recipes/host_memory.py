@@ -15,11 +15,11 @@ threads, to what the environment variables
 MALLOC_TOP_PAD_=268435456` would: one arena for every thread (the main heap,
 which can grow to any size), no `mmap` for large blocks, and freed memory kept
 at the top of the heap for the next step. The same run then takes 0.5-0.6M
-faults and 4.5-5.5 s of system time, and its steps 6-25% less time; the price is
-a longer first epoch (2-6 s more compiling, with every thread on one arena's lock)
-and a larger resident peak (2.4-3.0 GB instead of 2.0), since the heap keeps what
-it was given (BENCHMARKS.md, "Results: session 11"). Nothing a computation
-returns changes.
+faults and 4.5-5.5 s of system time, and its steps 6-25% less time. The price
+is a longer first epoch (2-6 s more compiling, presumably with every thread
+waiting on one arena) and a larger resident peak (2.3-3.0 GiB instead of 1.9),
+since the heap keeps what it was given (BENCHMARKS.md, "Results: session 11").
+Nothing a computation returns changes.
 
 It lives with the recipes because it is a process-wide setting of the C library,
 not something a Keras library should do on import. `keras-cosent` applies it on
