@@ -60,16 +60,24 @@ def forward_flops(tokens, layers=6, hidden=384, intermediate=1536):
     return layers * per_layer
 
 
-def _token_counts(sentences, max_length):
+def token_counts(max_length=64, limit=None):
+    """Each sentence's own token count: the first `limit` STS-B train pairs' two
+    columns `(n1, n2)`, and the STS-B test sentences, one tokenisation of each."""
     from keras_hub.models import BertTokenizer
 
-    from bench.common import minilm_path
+    from bench.common import minilm_path, read_sts_pairs
 
     tok = BertTokenizer.from_preset(minilm_path())
-    return [min(len(ids) + 2, max_length) for ids in tok(list(sentences))]
+
+    def counts(sentences):
+        return [min(len(ids) + 2, max_length) for ids in tok(list(sentences))]
+
+    s1, s2, _ = read_sts_pairs("train", limit=limit)
+    t1, t2, _ = read_sts_pairs("test")
+    return counts(s1), counts(s2), counts(list(t1) + list(t2))
 
 
-def padded_lengths(batch_size=16, max_length=64, limit=None, multiple=1):
+def padded_lengths(n1, n2, batch_size=16, max_length=64, multiple=1):
     """Padded length of each training sentence as PairBatches pads it.
 
     Both columns of a batch share one length: the batch's longest sentence,
@@ -77,11 +85,8 @@ def padded_lengths(batch_size=16, max_length=64, limit=None, multiple=1):
     each column to its own longest, unrounded, so even multiple=1 slightly
     overstates the peer's work).
     """
-    from bench.common import read_sts_pairs
     from keras_cosent.data.padding import padded_length
 
-    s1, s2, _ = read_sts_pairs("train", limit=limit)
-    n1, n2 = _token_counts(s1, max_length), _token_counts(s2, max_length)
     lengths = []
     for start in range(0, len(n1), batch_size):
         chunk = n1[start : start + batch_size] + n2[start : start + batch_size]
@@ -89,33 +94,15 @@ def padded_lengths(batch_size=16, max_length=64, limit=None, multiple=1):
     return np.array(lengths)
 
 
-def real_lengths(max_length=64, limit=None):
-    """Each training sentence's own token count, both columns."""
-    from bench.common import read_sts_pairs
-
-    s1, s2, _ = read_sts_pairs("train", limit=limit)
-    return np.array(_token_counts(s1, max_length) + _token_counts(s2, max_length))
-
-
-def real_encode_lengths(max_length=64):
-    """Each STS-B test sentence's own token count."""
-    from bench.common import read_sts_pairs
-
-    t1, t2, _ = read_sts_pairs("test")
-    return np.array(_token_counts(list(t1) + list(t2), max_length))
-
-
-def encode_lengths(batch_size=32, max_length=64, multiple=1):
+def encode_lengths(counts, batch_size=32, max_length=64, multiple=1):
     """Padded length of each STS-B test sentence in length-sorted batches.
 
     `encode(packing=False)`'s layout; at multiple=1 it is within 2% of the token
     slots that `encode`'s default packed rows compute (bench/encode_packing_ab.py).
     """
-    from bench.common import read_sts_pairs
     from keras_cosent.data.padding import padded_length
 
-    t1, t2, _ = read_sts_pairs("test")
-    n = sorted(_token_counts(list(t1) + list(t2), max_length), reverse=True)
+    n = sorted(counts, reverse=True)
     lengths = []
     for start in range(0, len(n), batch_size):
         chunk = n[start : start + batch_size]
@@ -141,17 +128,18 @@ def main():
     # The work counted is the useful work: every sentence at its own length, which
     # is what packed rows come within 11-21% of (BENCHMARKS.md, session 10). Padded
     # layouts (the peer's, and keras' before packing) do more; shown for reference.
-    lens = real_lengths(limit=args.pairs)
+    n1, n2, test_counts = token_counts(limit=args.pairs)
+    lens = np.array(n1 + n2)
     fwd = np.mean([forward_flops(t) for t in lens])
     train_pair = 2 * 3 * fwd  # two sentences; backward ~ 2x forward
-    padded = padded_lengths(limit=args.pairs)
-    lens8 = padded_lengths(limit=args.pairs, multiple=8)
+    padded = padded_lengths(n1, n2)
+    lens8 = padded_lengths(n1, n2, multiple=8)
     print(f"train: mean length {lens.mean():.1f} tokens (padded per batch: {padded.mean():.1f}, "
           f"x8: {lens8.mean():.1f}); forward {fwd / 1e9:.2f} GFLOP/sentence; "
           f"train {train_pair / 1e9:.2f} GFLOP/pair")
-    enc_lens = real_encode_lengths()
+    enc_lens = np.array(test_counts)
     enc_fwd = np.mean([forward_flops(t) for t in enc_lens])
-    enc_lens8 = encode_lengths(multiple=8)
+    enc_lens8 = encode_lengths(test_counts, multiple=8)
     print(f"encode: mean length {enc_lens.mean():.1f} tokens (padded x8: {enc_lens8.mean():.1f}); "
           f"{enc_fwd / 1e9:.2f} GFLOP/sentence")
     print(f"ceiling at {peak / 1e9:.0f} GFLOP/s: {peak / train_pair:.1f} train pairs/s, "
