@@ -103,3 +103,10 @@ def dense_flops(positions, config):
     token positions; `config` is a keras-hub `BertBackbone` config."""
     hidden, inner = config["hidden_dim"], config["intermediate_dim"]
     return config["num_layers"] * 2 * positions * (4 * hidden * hidden + 2 * hidden * inner)
+
+
+def packed_pass_shapes(encoder, token_lists, batch_size):
+    """`(rows, row_length)` of each packed pass `encoder.encode` runs over `token_lists`
+    (the layout `SentenceEncoder` itself builds)."""
+    return [inputs["token_ids"].shape
+            for inputs, _ in encoder._packed_batches(token_lists, batch_size)]

@@ -34,6 +34,7 @@ def main():
 
     import keras_cosent
     from bench.common import minilm_path
+    from bench.common import packed_pass_shapes
     from bench.common import read_sts_pairs
 
     s1, s2, _ = read_sts_pairs("test")
@@ -62,8 +63,8 @@ def main():
     padded_slots = sum(
         inputs["token_ids"].size
         for inputs, _ in encoder._padded_batches(token_lists, args.batch_size))
-    batches = list(encoder._packed_batches(token_lists, args.batch_size))
-    packed_slots = sum(inputs["token_ids"].size for inputs, _ in batches)
+    shapes = packed_pass_shapes(encoder, token_lists, args.batch_size)
+    packed_slots = sum(rows * length for rows, length in shapes)
     n = len(sentences)
     print(json.dumps({
         "backend": keras.backend.backend(),
@@ -80,8 +81,8 @@ def main():
         "tokens": int(lengths.sum()),
         "padded_token_slots": int(padded_slots),
         "packed_token_slots": int(packed_slots),
-        "packed_shape": list(batches[0][0]["token_ids"].shape),
-        "packed_passes": len(batches),
+        "packed_shape": list(shapes[0]),
+        "packed_passes": len(shapes),
         "max_abs_difference": float(np.abs(emb[True] - emb[False]).max()),
     }))
 

@@ -71,6 +71,7 @@ def main():
     import keras_cosent
     from bench.common import dense_flops
     from bench.common import minilm_path
+    from bench.common import packed_pass_shapes
     from bench.common import read_sts_pairs
 
     t1, t2, _ = read_sts_pairs("test")
@@ -92,8 +93,8 @@ def main():
     print(f"\nkeras / peer speed: {peer_s / keras_s:.2f}x")
 
     config = encoder.backbone.get_config()
-    packed = sum(inputs["token_ids"].shape[0] * inputs["token_ids"].shape[1] for inputs, _ in
-                 encoder._packed_batches(encoder.tokenize(sentences), args.batch_size))
+    packed = sum(rows * length for rows, length in
+                 packed_pass_shapes(encoder, encoder.tokenize(sentences), args.batch_size))
     for name, positions, seconds in (("peer", peer_positions(peer, sentences, args.batch_size),
                                       peer_products),
                                      ("keras-cosent", packed, keras_products)):

@@ -139,12 +139,11 @@ PRODUCT_KINDS = ("MatMul", "dot", "BatchMatMulV2", "ynn_fusion", "ynn-fusion")
 
 def encode_product_flops(encoder, sentences, batch_size):
     """FLOPs of the matrix products in one packed `encode` pass (every computed slot)."""
-    from bench.common import dense_flops
+    from bench.common import dense_flops, packed_pass_shapes
 
     cfg = encoder.backbone.get_config()
     token_lists = encoder.tokenize(sentences)
-    rows = [inputs["token_ids"].shape for inputs, _ in
-            encoder._packed_batches(token_lists, batch_size)]
+    rows = packed_pass_shapes(encoder, token_lists, batch_size)
     slots = sum(r * length for r, length in rows)
     # Attention's two products (scores, weighted values) within each row, every layer.
     attention = cfg["num_layers"] * sum(2 * 2 * r * length * length * cfg["hidden_dim"]

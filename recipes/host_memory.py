@@ -57,6 +57,11 @@ GLIBC_MALLOC_VARIABLES = (
 _applied = None
 
 
+def on_glibc():
+    """Whether this process runs on Linux with glibc, whose `mallopt` settings these are."""
+    return platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+
 def user_set_allocator(environ=None):
     """Whether the environment (default `os.environ`) already sets glibc's malloc."""
     environ = os.environ if environ is None else environ
@@ -77,10 +82,8 @@ def pool_freed_memory():
 
     Example:
 
-    >>> import platform
-    >>> from recipes.host_memory import pool_freed_memory, user_set_allocator
-    >>> on_glibc = platform.libc_ver()[0] == "glibc"
-    >>> pool_freed_memory() == (on_glibc and not user_set_allocator())
+    >>> from recipes.host_memory import on_glibc, pool_freed_memory, user_set_allocator
+    >>> pool_freed_memory() == (on_glibc() and not user_set_allocator())
     True
     """
     global _applied
@@ -90,9 +93,7 @@ def pool_freed_memory():
 
 
 def _apply():
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return False
-    if user_set_allocator():
+    if not on_glibc() or user_set_allocator():
         return False
     libc = ctypes.CDLL(None)
     mallopt = getattr(libc, "mallopt", None)

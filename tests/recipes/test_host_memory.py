@@ -6,20 +6,17 @@ with the test process' own `MALLOC_*` / `GLIBC_TUNABLES` settings removed.
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from recipes.host_memory import on_glibc
 from recipes.host_memory import user_set_allocator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-glibc_only = pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-    reason="mallopt settings are glibc's",
-)
+glibc_only = pytest.mark.skipif(not on_glibc(), reason="mallopt settings are glibc's")
 
 # One worker thread allocates, fills and frees a block as large as a JAX MiniLM
 # step's temporaries, three times, and counts the page faults of each round.
