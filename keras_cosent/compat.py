@@ -1,0 +1,198 @@
+"""Every private Keras, keras-hub and TensorFlow name keras-cosent touches, in one place.
+
+Keras and keras-hub keep no promise about names outside their public API, and a
+few things keras-cosent does have no public spelling: walking a model's nested
+layers, reading and setting an attention layer's dropout rate, reading keras-hub's
+feed-forward layer and its preset file helpers, replacing the TensorFlow backend's
+dropout and `PyDataset` adapter, and reading TensorFlow's graph context and op
+registry. Each is reached through one function here, so that an upgrade that
+renames one breaks in this file, with `PrivateAPIError` naming the symbol, the
+installed version and the version it was written against, rather than with an
+`AttributeError` deep inside a training run.
+
+`check_private_api()` tries every symbol the current backend uses and returns the
+ones that are gone; `tests/test_compat.py` fails with that list.
+"""
+
+import importlib
+
+# The releases each private name below was read from (setup.cfg pins them).
+WRITTEN_AGAINST = {"keras": "3.15", "keras_hub": "0.32", "tensorflow": "2.21"}
+
+
+class PrivateAPIError(RuntimeError):
+    """A private name keras-cosent relies on is missing from the installed package."""
+
+
+def _version(package):
+    try:
+        return importlib.import_module(package).__version__
+    except Exception:  # noqa: BLE001 - only used to word an error message
+        return "not installed"
+
+
+def _missing(package, symbol, error=None):
+    reason = f" ({type(error).__name__}: {error})" if error is not None else ""
+    return PrivateAPIError(
+        f"keras-cosent needs the private {package} name `{symbol}`, which the installed "
+        f"{package} {_version(package)} does not have{reason}; keras-cosent was written "
+        f"against {package} {WRITTEN_AGAINST[package]}.x. Install that version, or update "
+        "keras_cosent/compat.py."
+    )
+
+
+def _import(package, module, attribute=None):
+    symbol = module if attribute is None else f"{module}.{attribute}"
+    try:
+        value = importlib.import_module(module)
+        if attribute is not None:
+            value = getattr(value, attribute)
+    except (ImportError, AttributeError) as error:
+        raise _missing(package, symbol, error) from error
+    return value
+
+
+def _attribute(package, obj, name, owner):
+    try:
+        return getattr(obj, name)
+    except AttributeError as error:
+        raise _missing(package, f"{owner}.{name}", error) from error
+
+
+# === Keras ===
+
+
+def flatten_layers(layer, include_self=False):
+    """Every layer nested in `layer`, depth first (`Layer._flatten_layers`)."""
+    method = _attribute("keras", layer, "_flatten_layers", "keras.layers.Layer")
+    return list(method(include_self=include_self))
+
+
+def attention_dropout(layer):
+    """The dropout rate of a `keras.layers.MultiHeadAttention` (`_dropout`)."""
+    return _attribute("keras", layer, "_dropout", "keras.layers.MultiHeadAttention")
+
+
+def set_attention_dropout(layer, rate):
+    """Sets the dropout rate a built `MultiHeadAttention` applies to its weights."""
+    attention_dropout(layer)  # fails with a clear message if the name is gone
+    layer._dropout = rate
+
+
+def distribute_strategy(model):
+    """The `tf.distribute` strategy a TensorFlow-backend model runs under, or None."""
+    return getattr(model, "_distribute_strategy", None)
+
+
+def tensorflow_random_module():
+    """Keras' TensorFlow random backend module (holds `dropout`, `draw_seed`, ...)."""
+    module = _import("keras", "keras.src.backend.tensorflow.random")
+    for name in ("dropout", "draw_seed", "_cast_seed", "_get_concrete_noise_shape"):
+        _attribute("keras", module, name, "keras.src.backend.tensorflow.random")
+    return module
+
+
+def py_dataset_adapter():
+    """Keras' `PyDatasetAdapter` class, which feeds a `PyDataset` to `fit`."""
+    cls = _import(
+        "keras", "keras.src.trainers.data_adapters.py_dataset_adapter", "PyDatasetAdapter"
+    )
+    _attribute("keras", cls, "get_tf_dataset", "PyDatasetAdapter")
+    return cls
+
+
+# === keras-hub ===
+
+
+def feedforward_intermediate_dense(layer):
+    """The first feed-forward `Dense` of a built keras-hub `TransformerEncoder`, or None."""
+    if not getattr(layer, "built", False):
+        return None
+    return _attribute(
+        "keras_hub", layer, "_feedforward_intermediate_dense",
+        "keras_hub.layers.TransformerEncoder",
+    )
+
+
+def hub_file_exists(preset, filename):
+    """Whether a keras-hub preset handle (`hf://...`, `kaggle://...`) has `filename`."""
+    utils = _import("keras_hub", "keras_hub.src.utils.preset_utils")
+    return _attribute("keras_hub", utils, "check_file_exists", "preset_utils")(preset, filename)
+
+
+def hub_load_json(preset, filename):
+    """Reads a JSON file of a keras-hub preset handle through keras-hub's cache."""
+    utils = _import("keras_hub", "keras_hub.src.utils.preset_utils")
+    return _attribute("keras_hub", utils, "load_json", "preset_utils")(preset, filename)
+
+
+# === TensorFlow ===
+
+
+def in_xla_context():
+    """True while TensorFlow traces the current graph into an XLA computation."""
+    ops = _import("tensorflow", "tensorflow.python.framework.ops")
+    util = _import("tensorflow", "tensorflow.python.ops.control_flow_util")
+    return util.GraphOrParentsInXlaContext(ops.get_default_graph())
+
+
+def tensorflow_op_def_registry():
+    """TensorFlow's registry of op definitions (`op_def_registry.get(name)`)."""
+    return _import("tensorflow", "tensorflow.python.framework.op_def_registry")
+
+
+# === The check ===
+
+
+def _check_keras():
+    import keras
+
+    dense = keras.layers.Dense(1)
+    flatten_layers(keras.Sequential([dense]))
+    attention = keras.layers.MultiHeadAttention(num_heads=1, key_dim=2, dropout=0.1)
+    if attention_dropout(attention) != 0.1:
+        raise _missing("keras", "keras.layers.MultiHeadAttention._dropout (the rate)")
+
+
+def _check_keras_hub():
+    import keras_hub
+
+    layer = keras_hub.layers.TransformerEncoder(intermediate_dim=4, num_heads=1)
+    layer.build((1, 2, 4))
+    if feedforward_intermediate_dense(layer) is None:
+        raise _missing("keras_hub", "TransformerEncoder._feedforward_intermediate_dense")
+    _import("keras_hub", "keras_hub.src.utils.preset_utils", "check_file_exists")
+    _import("keras_hub", "keras_hub.src.utils.preset_utils", "load_json")
+
+
+def _check_tensorflow():
+    tensorflow_random_module()
+    py_dataset_adapter()
+    in_xla_context()
+    tensorflow_op_def_registry()
+
+
+def check_private_api():
+    """Tries every private name keras-cosent uses under the current backend.
+
+    Returns:
+        A list of `PrivateAPIError`s, one per missing name; empty when all are there.
+
+    Example:
+
+    >>> import keras_cosent
+    >>> keras_cosent.compat.check_private_api()
+    []
+    """
+    import keras
+
+    checks = [_check_keras, _check_keras_hub]
+    if keras.backend.backend() == "tensorflow":
+        checks.append(_check_tensorflow)
+    errors = []
+    for check in checks:
+        try:
+            check()
+        except PrivateAPIError as error:
+            errors.append(error)
+    return errors
