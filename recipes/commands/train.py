@@ -195,11 +195,29 @@ def command_line(ctx, config):
         if param.name == "backend":  # written once, before the command
             continue
         value = config.get(param.name)
-        if value is None or value is False:
+        if value is None:
             continue
-        flag = max(param.opts, key=len)
-        words += [flag] if value is True else [flag, str(value)]
+        if param.is_flag:
+            # Written out either way, so that the stored command does not depend
+            # on a default that may change: `--packing/--no-packing` has a
+            # secondary spelling for False, a plain flag is left out when False.
+            flag = _flag_spelling(param, value)
+            if flag is not None:
+                words.append(flag)
+            continue
+        words += [max(param.opts, key=len), str(value)]
     return shlex.join(words)
+
+
+def _flag_spelling(param, value):
+    """The spelling of a boolean option that sets it to `value`, or None (plain flag, False)."""
+    if value:
+        return max(param.opts, key=len)
+    if param.secondary_opts:
+        return max(param.secondary_opts, key=len)
+    if param.default:
+        raise ValueError(f"{param.name} defaults to True and has no spelling for False")
+    return None
 
 
 def write_config(path, config, command):

@@ -1,0 +1,79 @@
+"""The command stored in a run's `config.json` reproduces the run's configuration.
+
+Every option must survive the trip option -> stored command -> parsed option, booleans
+in both directions (a `--no-packing` run must not replay as packed).
+"""
+
+import json
+import shlex
+
+import click
+import pytest
+
+from recipes.cli import main
+from recipes.commands.train import command_line
+from recipes.commands.train import train
+
+BOOLEAN_OPTIONS = [
+    p for p in train.params
+    if isinstance(p, click.Option) and p.is_flag and p.name not in ("overwrite",)
+]
+
+
+def _parsed_options(command):
+    """The option values click gives `train` for the stored command's words."""
+    words = shlex.split(command)
+    assert words[:4] == ["keras-cosent", "--backend", words[2], "train"], words
+    with train.make_context("train", words[4:]) as ctx:
+        return dict(ctx.params)
+
+
+def _config_of(**changes):
+    with train.make_context("train", ["--output", "run"]) as ctx:
+        params = dict(ctx.params)
+    params.update(changes)
+    params.pop("overwrite")
+    return {"backend": "jax", **params}
+
+
+def test_there_are_boolean_options_to_check():
+    assert {p.name for p in BOOLEAN_OPTIONS} >= {"packing", "mixed_precision"}
+
+
+@pytest.mark.parametrize("param", BOOLEAN_OPTIONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("value", [True, False])
+def test_each_boolean_option_round_trips(param, value):
+    config = _config_of(**{param.name: value})
+    with click.Context(train, info_name="train") as ctx:
+        command = command_line(ctx, config)
+    parsed = _parsed_options(command)
+    assert parsed[param.name] is value, command
+    for name, stored in config.items():
+        if name in parsed:
+            assert parsed[name] == stored, (name, command)
+
+
+def test_every_valued_option_round_trips():
+    config = _config_of(epochs=3, batch_size=8, lr=3e-5, warmup=0.2, max_length=40,
+                        pooling="cls", loss="angle", seed=7, format="sts-benchmark",
+                        eval_format="pair-tsv", text_columns="a,b", label_column="y")
+    with click.Context(train, info_name="train") as ctx:
+        parsed = _parsed_options(command_line(ctx, config))
+    assert {k: parsed[k] for k in config if k in parsed} == {
+        k: v for k, v in config.items() if k in parsed}
+
+
+def test_a_no_packing_run_replays_unpacked(cli, tiny_checkpoint, small_train, tmp_path):
+    args = ["train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+            "--batch-size", 8, "--max-length", 16, "--no-packing", "--output", tmp_path / "a"]
+    assert cli(*args).exit_code == 0
+    record = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert record["config"]["packing"] is False
+    assert "--no-packing" in shlex.split(record["command"])
+    words = shlex.split(record["command"])[1:]
+    words[words.index("--output") + 1] = str(tmp_path / "b")
+    result = cli(*words)
+    assert result.exit_code == 0, result.output
+    again = json.loads((tmp_path / "b" / "config.json").read_text())
+    assert {**again["config"], "output": None} == {**record["config"], "output": None}
+    assert main.commands["train"] is train
