@@ -65,14 +65,17 @@ def encoder_or_saved_path(model):
     return str(saved) if saved is not None else load_encoder(model)
 
 
-def load_encoder(model, pooling="mean", max_length=None):
+def load_encoder(model, pooling=None, max_length=None):
     """Loads MODEL as a `SentenceEncoder`.
 
     Args:
         model: what the user passed as MODEL or `--backbone` (see the module docstring).
         pooling: pooling for a checkpoint; a saved encoder keeps its own.
-        max_length: token limit; `None` keeps a saved encoder's (or uses the
-            library default for a checkpoint).
+            `None` takes the checkpoint's (a sentence-transformers folder's
+            Pooling module), else mean.
+        max_length: token limit; `None` keeps a saved encoder's, or takes the
+            checkpoint's (a sentence-transformers folder's `max_seq_length`,
+            else 128).
 
     Returns:
         A `keras_cosent.models.SentenceEncoder`.
@@ -93,8 +96,9 @@ def load_encoder(model, pooling="mean", max_length=None):
                 encoder.max_length = int(max_length)
             return encoder
         checkpoint = resolve_checkpoint(model)
-        options = {} if max_length is None else {"max_length": int(max_length)}
-        return SentenceEncoder.from_checkpoint(checkpoint, pooling=pooling, **options)
+        return SentenceEncoder.from_checkpoint(
+            checkpoint, pooling=pooling, max_length=None if max_length is None else int(max_length)
+        )
     except (ValueError, OSError) as error:
         reason = one_line(error)
         if not os.path.exists(model):

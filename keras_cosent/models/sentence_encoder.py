@@ -13,6 +13,7 @@ on reload (see `keras_cosent.models.checkpoints`).
 """
 
 import contextlib
+import os
 
 import keras
 import numpy as np
@@ -347,7 +348,7 @@ class SentenceEncoder(keras.Model):
 
     @classmethod
     def from_checkpoint(
-        cls, path_or_preset=None, pooling="mean", max_length=128, dtype=None, exact_gelu=None
+        cls, path_or_preset=None, pooling=None, max_length=None, dtype=None, exact_gelu=None
     ):
         """Builds an encoder from a keras-hub preset or a Hugging Face folder.
 
@@ -356,8 +357,13 @@ class SentenceEncoder(keras.Model):
                 `model.safetensors` or `pytorch_model.bin`, `vocab.txt`,
                 `tokenizer_config.json`), or a keras-hub preset name / handle
                 (downloaded by keras-hub). None uses `default_checkpoint()`.
-            pooling: pooling name (see the class docstring).
+            pooling: pooling name (see the class docstring). None takes the
+                checkpoint's: a sentence-transformers folder's Pooling module
+                (`1_Pooling/config.json`), else `"mean"`.
             max_length: int, longest token sequence including special tokens.
+                None takes the checkpoint's: a sentence-transformers folder's
+                `max_seq_length` (`sentence_bert_config.json`), else 128. An
+                explicit value wins over the checkpoint's.
             dtype: backbone dtype or dtype policy name (e.g. `"bfloat16"`);
                 None keeps the global policy.
             exact_gelu: None reads the checkpoint (`hidden_act="gelu"` in a
@@ -372,6 +378,15 @@ class SentenceEncoder(keras.Model):
             path_or_preset = checkpoints.default_checkpoint()
         preset = str(path_or_preset)
         hf_config = checkpoints.read_hf_json(preset, "config.json")
+        # A sentence-transformers folder says how it encodes; unsupported module
+        # stacks are refused here, before any weights are read.
+        settings = {}
+        if os.path.isdir(preset):
+            settings = checkpoints.sentence_transformers_settings(preset) or {}
+        if pooling is None:
+            pooling = settings.get("pooling") or checkpoints.DEFAULT_POOLING
+        if max_length is None:
+            max_length = settings.get("max_length") or checkpoints.DEFAULT_MAX_LENGTH
         if exact_gelu is None:
             exact_gelu = checkpoints.hidden_act_is_exact_gelu(hf_config)
         with checkpoints.safetensors_checkpoint(preset) as readable:

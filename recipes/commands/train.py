@@ -76,7 +76,8 @@ evaluates on its 80 dev pairs."""
               help="Model to fine-tune: the packaged all-MiniLM-L6-v2, a local Hugging Face "
               "or keras-hub checkpoint directory, a keras-hub preset name, or a train output "
               "directory.")
-@click.option("--pooling", type=click.Choice(POOLINGS), default="mean", show_default=True,
+@click.option("--pooling", type=click.Choice(POOLINGS), default=None,
+              show_default="the checkpoint's (a sentence-transformers folder's), else mean",
               help="How token states become one sentence vector (ignored for a saved run).")
 @click.option("--epochs", type=click.IntRange(min=1), default=4, show_default=True,
               help="Passes over the training set.")

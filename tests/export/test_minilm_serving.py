@@ -16,6 +16,7 @@ import keras_cosent
 import keras_cosent.export
 from tests.export.conftest import build_encoder
 from tests.export.conftest import run_tf1_session
+from tests.models.test_sentence_transformers_checkpoints import SENTENCES as LONG_SENTENCES
 
 SENTENCES = [
     "A man is playing a guitar.",
@@ -23,12 +24,15 @@ SENTENCES = [
     "Café au lait in Zürich, naïvely priced at 4.50 CHF!",
     "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG",
     "Stocks rallied on Tuesday after the central bank held rates steady.",
+    # Up to and past the checkpoint's 256 tokens, which the export keeps.
+    *LONG_SENTENCES,
 ]
 
 
 @pytest.mark.slow
 def test_packaged_minilm_serves_like_sentence_transformers(minilm_path, tmp_path):
-    encoder = build_encoder(minilm_path, max_length=128)
+    encoder = build_encoder(minilm_path, max_length=None)
+    assert encoder.max_length == 256  # the checkpoint's sentence_bert_config.json
     export_dir = keras_cosent.export.export_saved_model(encoder, str(tmp_path / "minilm"))
     tokens = encoder.preprocess(SENTENCES)
     out = run_tf1_session(
