@@ -50,16 +50,11 @@ def read_sts_pairs(split, limit=None):
 def keras_siamese(encoder):
     """The keras model every benchmark trains: `encoder` in a `SiameseEncoder`, compiled as
     `keras-cosent train` compiles it (CoSENT scale 20, the recipes' AdamW lr 2e-5, wd 0.01:
-    Keras' AdamW, run by PyTorch's fused kernel on the torch backend; on TensorFlow, dropout
-    masks from ThreeFry under XLA, `recipes.xla_dropout`, and `PyDataset` input without
-    tf.data autotuning, `recipes.tf_data_autotune`)."""
+    Keras' AdamW, run by PyTorch's fused kernel on the torch backend). The process-wide
+    tuning `keras-cosent` applies (`keras_cosent.runtime`) comes from starting the stack
+    through the CLI's `Environment`, as the workers do."""
     import keras_cosent
     from recipes.optimizers import adamw
-    from recipes.tf_data_autotune import disable_pydataset_autotune
-    from recipes.xla_dropout import use_threefry_dropout
-
-    use_threefry_dropout()
-    disable_pydataset_autotune()
 
     model = keras_cosent.models.SiameseEncoder(encoder)
     model.compile(optimizer=adamw(2e-5, weight_decay=0.01),

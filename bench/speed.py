@@ -13,7 +13,7 @@ A stack named `<backend>-padded` (e.g. `jax-padded`) is that keras backend
 training on padded batches instead of packed ones (`speed_worker.py --no-packing`),
 for a packed/padded comparison inside one run; `jax-unpooled` is JAX with glibc's
 default allocator instead of the one `keras-cosent` sets (`speed_worker.py
---no-pool-memory`, `recipes.host_memory`).
+--off glibc_pool`, `keras_cosent.runtime`).
 
 See bench/speed_worker.py for exactly what is timed.
 """
@@ -102,7 +102,7 @@ def main():
             if padded:
                 cmd.append("--no-packing")
             if unpooled:
-                cmd.append("--no-pool-memory")
+                cmd += ["--off", "glibc_pool"]
             if args.pad_to_multiple_of is not None:
                 cmd += ["--pad-to-multiple-of", str(args.pad_to_multiple_of)]
             t0 = time.time()

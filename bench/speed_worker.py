@@ -126,18 +126,22 @@ def main():
     p.add_argument("--packing", action=argparse.BooleanOptionalAction, default=True,
                    help="keras stacks: pack training batches into shared rows, as "
                         "`keras-cosent train` does (default), or pad them")
-    p.add_argument("--pool-memory", action=argparse.BooleanOptionalAction, default=True,
-                   help="JAX: glibc keeps freed memory for reuse, as `keras-cosent` sets it "
-                        "(default), or keeps its own default (`recipes.host_memory`)")
+    p.add_argument("--tuning", action=argparse.BooleanOptionalAction, default=True,
+                   help="keras stacks: the process-wide tuning `keras-cosent` applies "
+                        "(`keras_cosent.runtime.enable()`), as users get it (default), or none")
+    p.add_argument("--off", default="",
+                   help="keras stacks: comma-separated `keras_cosent.runtime` pieces to turn "
+                        "off again after enabling the rest (an A/B of one piece)")
     args = p.parse_args()
-    if args.stack != "peer" and args.pool_memory:
-        # As `keras-cosent` does: sets KERAS_BACKEND (and, on JAX, the allocator
-        # settings of `recipes.host_memory`) before Keras is imported.
+    if args.stack != "peer":
+        # As `keras-cosent` does: KERAS_BACKEND and the runtime tuning before Keras runs.
         from recipes.context import Environment
 
-        Environment(args.stack).activate_backend()
-    elif args.stack != "peer":
-        os.environ["KERAS_BACKEND"] = args.stack
+        Environment(args.stack, tuning=args.tuning).activate_backend()
+        if args.off:
+            from keras_cosent import runtime
+
+            runtime.disable(args.off.split(","))
     from bench.common import peak_rss_mib, read_sts_pairs
 
     s1, s2, labels = read_sts_pairs("train", limit=args.pairs)
@@ -159,8 +163,9 @@ def main():
         "final_loss": round(loss, 4),
         "embedding_shape": list(shape),
         "peak_rss_mib": round(peak_rss_mib(), 0),
-        "glibc_pooling": bool(sys.modules["recipes.host_memory"]._applied)
-        if "recipes.host_memory" in sys.modules else False,
+        "runtime": ({name: piece["on"] for name, piece in
+                     sys.modules["keras_cosent.runtime"].active().items()}
+                    if "keras_cosent.runtime" in sys.modules else {}),
     }), flush=True)
 
 

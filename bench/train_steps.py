@@ -7,23 +7,23 @@ one warm-up epoch, then `--epochs` timed ones. Small enough to run under
 
     /usr/bin/time -f "%U s user, %S s system, %R minor faults, %M KiB peak" \
         .venv/bin/python bench/train_steps.py --stack tensorflow
-    TF_CPU_ALLOCATOR_USE_BFC=false /usr/bin/time -f "..." \
-        .venv/bin/python bench/train_steps.py --stack tensorflow
+    /usr/bin/time -f "..." \
+        .venv/bin/python bench/train_steps.py --stack tensorflow --off tf_bfc_allocator
 
 It also prints, per epoch, the seconds between the last step's end and `fit`'s
-return: on TensorFlow with tf.data autotuning left on (`--tf-data-autotune on`,
+return: on TensorFlow with tf.data autotuning left on (`--off tf_data_autotune_off`,
 Keras' default), the old iterator's destructor can hold an epoch there until
-its autotuning thread wakes (`recipes.tf_data_autotune`):
+its autotuning thread wakes (`keras_cosent.runtime`):
 
-    .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12 --tf-data-autotune on
+    .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12 --off tf_data_autotune_off
     .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12
 
-and on JAX, glibc keeping freed memory (`recipes.host_memory`, as `keras-cosent`
-sets it) against its default of mapping large blocks afresh:
+and on JAX, glibc keeping freed memory (`glibc_pool`, as `keras-cosent` sets it)
+against its default of mapping large blocks afresh:
 
     /usr/bin/time -f "..." .venv/bin/python bench/train_steps.py --stack jax --pairs 512 --epochs 3
     /usr/bin/time -f "..." .venv/bin/python bench/train_steps.py --stack jax --pairs 512 --epochs 3 \
-        --pool-memory off
+        --off glibc_pool
 """
 
 import argparse
@@ -42,31 +42,23 @@ def main():
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-length", type=int, default=64)
-    p.add_argument("--tf-data-autotune", choices=["on", "off"], default="off",
-                   help="TensorFlow: leave Keras' tf.data autotuning on for the PyDataset "
-                        "(on), or turn it off as `keras-cosent train` does (off, default)")
-    p.add_argument("--pool-memory", choices=["on", "off"], default="on",
-                   help="JAX: glibc keeps freed memory for reuse (on, as `keras-cosent` "
-                        "sets it, `recipes.host_memory`) or maps it afresh (off, glibc's default)")
+    p.add_argument("--off", default="",
+                   help="comma-separated `keras_cosent.runtime` pieces to leave off "
+                        "(e.g. tf_data_autotune_off,glibc_pool); the rest are on, as "
+                        "`keras-cosent` sets them")
     args = p.parse_args()
-    if args.pool_memory == "on":
-        from recipes.context import Environment
+    from recipes.context import Environment
 
-        Environment(args.stack).activate_backend()
-    os.environ["KERAS_BACKEND"] = args.stack
-    import recipes.host_memory
+    Environment(args.stack).activate_backend()
+    from keras_cosent import runtime
 
+    if args.off:
+        runtime.disable(args.off.split(","))
     import keras
 
     from bench.common import keras_training_run
 
     _, model, batches = keras_training_run(args.pairs, args.batch_size, args.max_length)
-    if args.stack == "tensorflow" and args.tf_data_autotune == "on":
-        from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
-
-        import recipes.tf_data_autotune
-
-        PyDatasetAdapter.get_tf_dataset = recipes.tf_data_autotune._ORIGINAL_GET_TF_DATASET
 
     class LastStep(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -85,10 +77,8 @@ def main():
         tails.append(t1 - last.at)
     print(f"{args.stack}: ms/step per epoch " + " ".join(f"{x:.0f}" for x in ms)
           + f"; median {statistics.median(ms):.0f}"
-          + f" (TF_CPU_ALLOCATOR_USE_BFC={os.environ.get('TF_CPU_ALLOCATOR_USE_BFC')}"
-          + (f", tf.data autotune {args.tf_data_autotune}" if args.stack == "tensorflow" else "")
-          + f", glibc pooling {bool(recipes.host_memory._applied)}"
-          + ")")
+          + " (runtime: " + ", ".join(f"{name} {'on' if piece['on'] else 'off'}"
+                                      for name, piece in runtime.active().items()) + ")")
     print(f"{args.stack}: s from the last step to fit's return " + " ".join(f"{x:.2f}" for x in tails)
           + f"; epochs with more than 0.5 s: {sum(x > 0.5 for x in tails)} of {len(tails)}")
 

@@ -10,22 +10,23 @@ The package runs unchanged on the TensorFlow, JAX and PyTorch backends. Its part
 - `keras_cosent.callbacks`: the Spearman evaluation callback.
 - `keras_cosent.export`: SavedModel export for TF Serving (imports TensorFlow lazily).
 
-Importing it sets `TF_CPU_ALLOCATOR_USE_BFC=true` unless already set: TensorFlow's
-pooling CPU allocator, which makes XLA training steps on CPU faster
-(`keras_cosent.utils.tf_cpu_allocator`).
+- `keras_cosent.runtime`: process-wide tuning for CPU training (allocators,
+  dropout masks under XLA), applied only when `runtime.enable()` is called.
+- `keras_cosent.compat`: the private Keras/keras-hub/TensorFlow names used, in one place.
+
+Importing it changes nothing global: no environment variable, no replaced
+function (see `keras_cosent.runtime` for the tuning `keras-cosent` turns on).
 """
 
 __version__ = "0.1.0"
 
-from keras_cosent.utils.tf_cpu_allocator import default_tf_cpu_allocator
-
-default_tf_cpu_allocator()
-
 from keras_cosent import callbacks
+from keras_cosent import compat
 from keras_cosent import data
 from keras_cosent import export
 from keras_cosent import layers
 from keras_cosent import losses
 from keras_cosent import metrics
 from keras_cosent import models
+from keras_cosent import runtime
 from keras_cosent import utils

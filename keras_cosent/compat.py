@@ -17,7 +17,7 @@ ones that are gone; `tests/test_compat.py` fails with that list.
 import importlib
 
 # The releases each private name below was read from (setup.cfg pins them).
-WRITTEN_AGAINST = {"keras": "3.15", "keras_hub": "0.32", "tensorflow": "2.21"}
+WRITTEN_AGAINST = {"keras": "3.15", "keras_hub": "0.32", "tensorflow": "2.21", "jax": "0.10"}
 
 
 class PrivateAPIError(RuntimeError):
@@ -141,6 +141,15 @@ def tensorflow_op_def_registry():
     return _import("tensorflow", "tensorflow.python.framework.op_def_registry")
 
 
+# === JAX ===
+
+
+def jax_backend_started():
+    """Whether JAX has created its XLA backends (and with them its worker threads)."""
+    bridge = _import("jax", "jax._src.xla_bridge")
+    return bool(_attribute("jax", bridge, "_backends", "jax._src.xla_bridge"))
+
+
 # === The check ===
 
 
@@ -189,6 +198,8 @@ def check_private_api():
     checks = [_check_keras, _check_keras_hub]
     if keras.backend.backend() == "tensorflow":
         checks.append(_check_tensorflow)
+    if keras.backend.backend() == "jax":
+        checks.append(jax_backend_started)
     errors = []
     for check in checks:
         try:

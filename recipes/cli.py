@@ -69,9 +69,24 @@ class KerasCosentGroup(click.Group):
     show_default=True,
     help="Keras backend to run on; chosen before Keras is imported.",
 )
+@click.option(
+    "--tuning/--no-tuning",
+    default=True,
+    show_default=True,
+    help="Apply keras_cosent.runtime's process-wide CPU tuning for the backend "
+    "(allocators, dropout masks under XLA); recorded in a run's config.json.",
+)
+@click.option(
+    "--verbose",
+    is_flag=True,
+    default=False,
+    show_default=True,
+    help="Show the frameworks' start-up log lines (TensorFlow, absl, CUDA probing), "
+    "which are otherwise set aside unless TF_CPP_MIN_LOG_LEVEL is set.",
+)
 @click.version_option(package_name="keras-cosent", message="%(prog)s %(version)s")
 @click.pass_context
-def main(ctx, backend):
+def main(ctx, backend, tuning, verbose):
     """Train, evaluate, encode with and export sentence encoders (Keras 3).
 
     \b
@@ -85,7 +100,7 @@ def main(ctx, backend):
     checkpoint directory, a keras-hub preset name, or all-MiniLM-L6-v2 (the
     packaged checkpoint).
     """
-    ctx.obj = Environment(backend)
+    ctx.obj = Environment(backend, tuning=tuning, verbose=verbose)
 
 
 for _command in (train, evaluate, encode, export, check_serving):

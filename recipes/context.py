@@ -12,7 +12,6 @@ import sys
 import click
 
 from recipes.errors import CliError
-from recipes.host_memory import pool_freed_memory
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -20,8 +19,10 @@ BACKENDS = ("tensorflow", "jax", "torch")
 class Environment:
     """State shared by the group and its commands (click's `examples/complex` pattern)."""
 
-    def __init__(self, backend=None):
+    def __init__(self, backend=None, tuning=True, verbose=False):
         self.backend = backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
+        self.tuning = tuning
+        self.verbose = verbose
         self.group_args = []
 
     def activate_backend(self):
@@ -36,12 +37,17 @@ class Environment:
                     f"keras-cosent in a new process or pass --backend {current}."
                 )
         os.environ["KERAS_BACKEND"] = self.backend
-        if self.backend == "jax" and keras is None:
-            # Before JAX starts its threads: reuse each step's freed temporaries
-            # (in a process that has already run Keras, its threads keep their arenas).
-            pool_freed_memory()
-        # TensorFlow's C++ start-up chatter buries the results table otherwise.
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        if self.verbose or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+            _import_frameworks()
+        else:
+            os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+            _import_quietly(_import_frameworks)
+        if self.tuning:
+            # Before the framework's first computation, so that the allocator
+            # settings take effect (see keras_cosent.runtime).
+            from keras_cosent import runtime
+
+            runtime.enable(backend=self.backend)
 
     def log(self, message="", **kwargs):
         """Prints a progress or result line on stdout."""
@@ -53,3 +59,36 @@ class Environment:
 
 
 pass_environment = click.make_pass_decorator(Environment, ensure=True)
+
+
+def _import_frameworks():
+    import keras  # noqa: F401
+    import keras_hub  # noqa: F401
+
+
+def _import_quietly(function):
+    """Runs `function` with the process' stderr (file descriptor 2) set aside.
+
+    TensorFlow's shared libraries log a few lines straight to file descriptor 2
+    while they load ("All log messages before absl::InitializeLog()...",
+    `cudart_stub`, `cpu_feature_guard`), before `TF_CPP_MIN_LOG_LEVEL` is read,
+    under every backend (keras-hub's tokenizers load TensorFlow Text). They
+    would turn a one-line `Error: ...` into five. What the imports print is kept
+    and shown if they fail; `keras-cosent --verbose` does not set it aside.
+    """
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            function()
+        except BaseException:
+            os.dup2(saved, 2)
+            held.seek(0)
+            sys.stderr.write(held.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)

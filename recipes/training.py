@@ -5,9 +5,7 @@
 `SoftmaxClassifierHead` for the Sentence-BERT baseline), trains it with AdamW
 (`recipes.optimizers.adamw`: PyTorch's fused kernel on torch) on a
 linear warm-up/decay schedule and the chosen loss on batches packed into
-shared rows where the backbone allows (`PairBatches(packing=True)`; dropout masks from ThreeFry
-under XLA on TensorFlow: `recipes.xla_dropout`; no tf.data autotuning behind the
-batches: `recipes.tf_data_autotune`), evaluates dev Spearman after
+shared rows where the backbone allows (`PairBatches(packing=True)`), evaluates dev Spearman after
 every epoch with `SpearmanEvaluator`, and writes the encoder, the per-epoch
 metrics, the plot and the final results into `directory`.
 
@@ -39,8 +37,6 @@ from recipes.model_loading import load_encoder
 from recipes.optimizers import adamw
 from recipes.options import parse_text_columns
 from recipes.schedules import WarmupLinearDecay
-from recipes.tf_data_autotune import disable_pydataset_autotune
-from recipes.xla_dropout import use_threefry_dropout
 
 DEV_NAME = "dev"
 # Biases and LayerNorm scales are not decayed, as in BERT and Sentence-BERT.
@@ -154,8 +150,6 @@ def train_encoder(config, directory, env):
     )
     optimizer = adamw(schedule, config["weight_decay"], exclude_from_weight_decay=NO_WEIGHT_DECAY)
     model.compile(optimizer=optimizer, loss=loss)
-    use_threefry_dropout()
-    disable_pydataset_autotune()
 
     results = {}
     callbacks = []

@@ -130,7 +130,7 @@ def train(ctx, env, **options):
     # In the order --help lists them, not the order they were typed.
     options = {p.name: options[p.name] for p in ctx.command.params if p.name in options}
     env.activate_backend()
-    config = build_config(env.backend, options)
+    config = build_config(env.backend, options, tuning=env.tuning)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if run_directory.check(config) == "same":
         env.note(f"{options['output']} already holds this run (same configuration); "
@@ -160,12 +160,16 @@ def _sha256(path):
     return digest.hexdigest()
 
 
-def build_config(backend, options):
-    """The run's exact configuration: every option resolved, paths absolute, data hashed."""
+def build_config(backend, options, tuning=True):
+    """The run's exact configuration: every option resolved, paths absolute, data hashed.
+
+    `tuning` (the group's `--tuning/--no-tuning`) is part of it: on TensorFlow
+    the runtime tuning changes which generator draws the dropout masks.
+    """
     from recipes.data_loading import DEMO_DEV
     from recipes.data_loading import DEMO_TRAIN
 
-    config = {"backend": backend}
+    config = {"backend": backend, "tuning": tuning}
     config.update(options)
     for key in ("train", "dev", "test", "output"):
         if config[key] is not None:
@@ -189,7 +193,10 @@ def build_config(backend, options):
 
 def command_line(ctx, config):
     """The one shell command that repeats the run, every option spelled out."""
-    words = ["keras-cosent", "--backend", config["backend"], ctx.info_name]
+    words = ["keras-cosent", "--backend", config["backend"]]
+    if not config.get("tuning", True):
+        words.append("--no-tuning")
+    words.append(ctx.info_name)
     for param in ctx.command.params:
         if not isinstance(param, click.Option) or param.name in NOT_CONFIG:
             continue
@@ -230,6 +237,8 @@ def write_config(path, config, command):
     record = {
         "command": command,
         "config": config,
+        # The process-wide tuning in effect (`keras-cosent --no-tuning` turns it off).
+        "runtime": keras_cosent.runtime.active(),
         "environment": {
             "keras_cosent": keras_cosent.__version__,
             "keras": keras.__version__,

@@ -23,9 +23,11 @@ BOOLEAN_OPTIONS = [
 def _parsed_options(command):
     """The option values click gives `train` for the stored command's words."""
     words = shlex.split(command)
-    assert words[:4] == ["keras-cosent", "--backend", words[2], "train"], words
-    with train.make_context("train", words[4:]) as ctx:
-        return dict(ctx.params)
+    start = words.index("train")
+    with main.make_context("keras-cosent", words[1:start]) as group:
+        tuning = group.params["tuning"]
+    with train.make_context("train", words[start + 1:]) as ctx:
+        return {**ctx.params, "tuning": tuning}
 
 
 def _config_of(**changes):
@@ -33,21 +35,23 @@ def _config_of(**changes):
         params = dict(ctx.params)
     params.update(changes)
     params.pop("overwrite")
-    return {"backend": "jax", **params}
+    return {"backend": "jax", "tuning": True, **params}
 
 
 def test_there_are_boolean_options_to_check():
     assert {p.name for p in BOOLEAN_OPTIONS} >= {"packing", "mixed_precision"}
 
 
-@pytest.mark.parametrize("param", BOOLEAN_OPTIONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("param", BOOLEAN_OPTIONS + ["tuning"],
+                         ids=lambda p: getattr(p, "name", p))
 @pytest.mark.parametrize("value", [True, False])
 def test_each_boolean_option_round_trips(param, value):
-    config = _config_of(**{param.name: value})
+    name = getattr(param, "name", param)
+    config = _config_of(**{name: value})
     with click.Context(train, info_name="train") as ctx:
         command = command_line(ctx, config)
     parsed = _parsed_options(command)
-    assert parsed[param.name] is value, command
+    assert parsed[name] is value, command
     for name, stored in config.items():
         if name in parsed:
             assert parsed[name] == stored, (name, command)

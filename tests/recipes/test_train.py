@@ -202,28 +202,28 @@ def test_mixed_precision_trains_and_restores_the_policy(cli, tiny_checkpoint, sm
     assert encoder.backbone.dtype_policy.name == "mixed_float16"
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
-                    reason="the two TensorFlow-only recipe tricks")
-def test_on_tensorflow_train_installs_threefry_dropout_and_no_tf_data_autotune(
-        cli, tiny_checkpoint, tmp_path, monkeypatch):
-    from keras.src.backend.tensorflow import random as tf_random
-    from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+@pytest.mark.parametrize("tuning", [True, False])
+def test_train_records_the_runtime_tuning_it_ran_with(cli, tiny_checkpoint, tmp_path, tuning):
+    from keras_cosent import compat
+    from keras_cosent import runtime
 
-    import recipes.tf_data_autotune
-    import recipes.xla_dropout
-
-    # Undo what earlier tests in this process installed; monkeypatch puts it back after.
-    keras_dropout = recipes.xla_dropout._ORIGINAL_DROPOUT or tf_random.dropout
-    keras_get_tf_dataset = (recipes.tf_data_autotune._ORIGINAL_GET_TF_DATASET
-                            or PyDatasetAdapter.get_tf_dataset)
-    monkeypatch.setattr(tf_random, "dropout", keras_dropout)
-    monkeypatch.setattr(recipes.xla_dropout, "_ORIGINAL_DROPOUT", None)
-    monkeypatch.setattr(PyDatasetAdapter, "get_tf_dataset", keras_get_tf_dataset)
-    monkeypatch.setattr(recipes.tf_data_autotune, "_ORIGINAL_GET_TF_DATASET", None)
-
+    runtime.disable()
+    backend = keras.backend.backend()
     train = write_pair_tsv(tmp_path / "train.tsv", demo_rows("train")[:8])
-    result = cli("train", "--backbone", tiny_checkpoint, "--train", train, "--epochs", 1,
+    result = cli(*([] if tuning else ["--no-tuning"]),
+                 "train", "--backbone", tiny_checkpoint, "--train", train, "--epochs", 1,
                  "--batch-size", 8, "--max-length", 16, "--output", tmp_path / "run")
-    assert result.exit_code == 0, result.output
-    assert tf_random.dropout is recipes.xla_dropout._dropout
-    assert PyDatasetAdapter.get_tf_dataset is recipes.tf_data_autotune._get_tf_dataset
+    try:
+        assert result.exit_code == 0, result.output
+        record = json.loads((tmp_path / "run" / "config.json").read_text())
+        assert record["config"]["tuning"] is tuning
+        on = {name: piece["on"] for name, piece in record["runtime"].items()}
+        # In this test process JAX has long started, so its glibc piece is too late.
+        expected = {name: tuning and owner == backend and name != "glibc_pool"
+                    for name, owner in runtime.PIECES.items()}
+        assert on == expected, record["runtime"]
+        if backend == "tensorflow":
+            replaced = compat.tensorflow_random_module().dropout.__module__ == runtime.__name__
+            assert replaced is tuning
+    finally:
+        runtime.disable()

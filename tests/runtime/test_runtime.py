@@ -1,0 +1,291 @@
+"""`keras_cosent.runtime`: each piece does what it says, only when enabled, and comes off again.
+
+Process-wide settings (glibc's allocator, importing the library) are checked in
+child processes; the Keras function replacements in this process, each test
+leaving them as it found them.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from keras_cosent import compat
+from keras_cosent import runtime
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ON_TF = keras.backend.backend() == "tensorflow"
+tf_only = pytest.mark.skipif(not ON_TF, reason="the piece applies to TensorFlow only")
+glibc_only = pytest.mark.skipif(not runtime.on_glibc(), reason="mallopt settings are glibc's")
+RATE = 0.1
+
+
+@pytest.fixture(autouse=True)
+def _restore():
+    yield
+    runtime.disable()
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not runtime.user_set_allocator({k: v}) and k != runtime.TF_CPU_ALLOCATOR_ENV}
+    env["PYTHONPATH"] = ROOT
+    env.update(extra)
+    return env
+
+
+def run_child(code, *args, **env):
+    out = subprocess.run([sys.executable, "-c", code, *args], env=clean_env(**env), cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
+# === Importing the library changes nothing ===
+
+
+def test_importing_keras_cosent_changes_no_environment_variable_and_no_keras_function():
+    code = textwrap.dedent("""
+        import json, os, keras
+        from keras_cosent import compat
+        before_env = dict(os.environ)
+        functions = []
+        if keras.backend.backend() == "tensorflow":
+            functions = [(compat.tensorflow_random_module(), "dropout"),
+                         (compat.py_dataset_adapter(), "get_tf_dataset")]
+        before = [getattr(owner, name) for owner, name in functions]
+        import keras_cosent
+        keras_cosent.models.SentenceEncoder  # touch the package
+        same_functions = all(getattr(o, n) is f for (o, n), f in zip(functions, before))
+        print(json.dumps({"env": dict(os.environ) == before_env, "functions": same_functions,
+                          "active": any(p["on"] for p in keras_cosent.runtime.active().values())}))
+    """)
+    result = json.loads(run_child(code, KERAS_BACKEND=keras.backend.backend()))
+    assert result == {"env": True, "functions": True, "active": False}
+
+
+# === tf_bfc_allocator ===
+
+
+def test_bfc_allocator_sets_the_variable_and_takes_it_back(monkeypatch):
+    monkeypatch.delenv(runtime.TF_CPU_ALLOCATOR_ENV, raising=False)
+    record = runtime.enable(["tf_bfc_allocator"], backend="tensorflow")
+    assert record["tf_bfc_allocator"]["on"] is True
+    assert os.environ[runtime.TF_CPU_ALLOCATOR_ENV] == "true"
+    assert runtime.disable()["tf_bfc_allocator"]["on"] is False
+    assert runtime.TF_CPU_ALLOCATOR_ENV not in os.environ
+
+
+def test_the_users_allocator_choice_wins(monkeypatch):
+    monkeypatch.setenv(runtime.TF_CPU_ALLOCATOR_ENV, "false")
+    record = runtime.enable(["tf_bfc_allocator"], backend="tensorflow")["tf_bfc_allocator"]
+    assert record["on"] is False and "user" in record["detail"]
+    runtime.disable()
+    assert os.environ[runtime.TF_CPU_ALLOCATOR_ENV] == "false"
+
+
+def test_pieces_of_another_backend_stay_off_and_unknown_names_are_refused():
+    record = runtime.enable(backend="torch")
+    assert not any(piece["on"] for piece in record.values())
+    assert "tensorflow backend only" in record["tf_threefry_dropout"]["detail"]
+    with pytest.raises(ValueError, match="'fast_mode'"):
+        runtime.enable(["fast_mode"])
+
+
+# === glibc_pool ===
+
+# One worker thread allocates, fills and frees a block as large as a JAX MiniLM
+# step's temporaries, three times per phase, and counts each round's page faults.
+STEPS = textwrap.dedent("""
+    import ctypes, json, resource, sys, threading
+    from keras_cosent import runtime
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = (ctypes.c_size_t,)
+    libc.free.argtypes = (ctypes.c_void_p,)
+    size = 232 * 2**20
+
+    def rounds():
+        faults = []
+        def steps():
+            for _ in range(3):
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                block = libc.malloc(size)
+                ctypes.memset(block, 1, size)
+                libc.free(block)
+                faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        worker = threading.Thread(target=steps)
+        worker.start()
+        worker.join()
+        return faults
+
+    phases = {}
+    if sys.argv[1] == "pool":
+        phases["pool"] = runtime.enable(["glibc_pool"], backend="jax")["glibc_pool"]["on"]
+        phases["pooled"] = rounds()
+        runtime.disable()
+    phases["default"] = rounds()
+    print(json.dumps(phases))
+""")
+
+
+@glibc_only
+def test_default_glibc_maps_a_freed_large_block_afresh_each_time():
+    # The reference behaviour the piece works around: every round faults the
+    # whole block in again (about 59,000 pages of 4 KiB).
+    faults = json.loads(run_child(STEPS, "default"))["default"]
+    assert faults[0] > 1000 and min(faults[1:]) > faults[0] / 2, faults
+
+
+@glibc_only
+def test_pooled_glibc_reuses_the_freed_block_until_disabled():
+    phases = json.loads(run_child(STEPS, "pool"))
+    assert phases["pool"] is True
+    pooled = phases["pooled"]
+    assert pooled[0] > 1000 and max(pooled[1:]) < pooled[0] / 20, pooled
+    # After `disable`, glibc's defaults again: the block is mapped afresh each round.
+    default = phases["default"]
+    assert min(default[1:]) > pooled[0] / 2, phases
+
+
+@glibc_only
+def test_the_users_glibc_settings_win():
+    code = ("from keras_cosent import runtime; "
+            "print(runtime.enable(['glibc_pool'], backend='jax')['glibc_pool']['on'])")
+    assert run_child(code) == "True"
+    assert run_child(code, GLIBC_TUNABLES="glibc.malloc.arena_max=2") == "False"
+    assert run_child(code, MALLOC_ARENA_MAX="4") == "False"
+    assert run_child(code, GLIBC_TUNABLES="glibc.rtld.nns=4") == "True"  # not malloc's
+
+
+def test_user_set_allocator_reads_the_environment():
+    assert not runtime.user_set_allocator({"PATH": "/bin", "MALLOC_CHECK": "1"})
+    assert not runtime.user_set_allocator({"GLIBC_TUNABLES": "glibc.pthread.rseq=0"})
+    assert runtime.user_set_allocator({"MALLOC_TRIM_THRESHOLD_": "0"})
+    assert runtime.user_set_allocator({"GLIBC_TUNABLES": "a=0:glibc.malloc.tcache_count=0"})
+
+
+@glibc_only
+def test_the_cli_enables_what_applies_to_its_backend():
+    backend = keras.backend.backend()
+    code = textwrap.dedent("""
+        import json
+        from recipes.context import Environment
+        Environment(%r).activate_backend()
+        from keras_cosent import runtime
+        print(json.dumps({k: v["on"] for k, v in runtime.active().items()}))
+    """ % backend)
+    on = json.loads(run_child(code))
+    assert on == {name: owner == backend for name, owner in runtime.PIECES.items()}
+
+
+def test_the_cli_can_be_told_not_to_tune():
+    code = textwrap.dedent("""
+        import json
+        from recipes.context import Environment
+        Environment("jax", tuning=False).activate_backend()
+        from keras_cosent import runtime
+        print(json.dumps(any(v["on"] for v in runtime.active().values())))
+    """)
+    assert run_child(code) == "false"
+
+
+# === tf_threefry_dropout ===
+
+
+def _x():
+    return np.random.default_rng(0).uniform(1.0, 2.0, size=(64, 32, 48)).astype("float32")
+
+
+def _keras_dropout(x, seed):
+    return keras.random.dropout(x, RATE, seed=seed)
+
+
+@tf_only
+def test_under_xla_the_mask_comes_from_threefry_and_disable_restores_philox():
+    import tensorflow as tf
+
+    module = compat.tensorflow_random_module()
+    original = module.dropout
+    x = _x()
+
+    def threefry_reference(x, seed):
+        seed = module._cast_seed(module.draw_seed(seed))
+        return tf.nn.experimental.stateless_dropout(x, rate=RATE, seed=seed, rng_alg="threefry")
+
+    def philox(x, seed):
+        return original(x, RATE, seed=seed)
+
+    assert runtime.enable(["tf_threefry_dropout"])["tf_threefry_dropout"]["on"]
+    assert module.dropout is not original
+    xla = {f.__name__: tf.function(f, jit_compile=True)
+           for f in (_keras_dropout, philox, threefry_reference)}
+    ours = xla["_keras_dropout"](x, 7).numpy()
+    np.testing.assert_array_equal(ours, xla["threefry_reference"](x, 7).numpy())
+    assert not np.array_equal(ours != 0, xla["philox"](x, 7).numpy() != 0)
+    # Dropout's contract: kept units scaled by 1 / (1 - rate), each dropped with
+    # probability `rate` (within 5 binomial standard deviations).
+    kept = ours != 0
+    np.testing.assert_allclose(ours[kept], x[kept] / (1 - RATE), rtol=1e-6)
+    n = x.size
+    assert abs((n - kept.sum()) - RATE * n) < 5 * np.sqrt(n * RATE * (1 - RATE))
+    # Outside XLA, Keras' own dropout.
+    np.testing.assert_array_equal(_keras_dropout(x, 3).numpy(), original(x, RATE, seed=3).numpy())
+
+    runtime.disable(["tf_threefry_dropout"])
+    assert module.dropout is original
+    again = tf.function(_keras_dropout, jit_compile=True)(x, 7).numpy()
+    np.testing.assert_array_equal(again != 0, xla["philox"](x, 7).numpy() != 0)
+
+
+@tf_only
+def test_a_keras_dropout_layer_trains_under_xla_with_threefry():
+    runtime.enable(["tf_threefry_dropout"])
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((48,)), keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+    x = np.random.default_rng(1).normal(size=(256, 48)).astype("float32")
+    history = model.fit(x, x[:, :1] * 0.5, epochs=3, batch_size=64, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+# === tf_data_autotune_off ===
+
+
+class _Batches(keras.utils.PyDataset):
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, i):
+        x = np.full((4, 3), i, "float32")
+        return x, x[:, :1]
+
+
+@tf_only
+def test_pydataset_input_runs_without_autotuning_until_disabled():
+    adapter_cls = compat.py_dataset_adapter()
+    original = adapter_cls.get_tf_dataset
+
+    def autotune(get_tf_dataset):
+        return get_tf_dataset(adapter_cls(_Batches(), shuffle=False)).options().autotune.enabled
+
+    assert autotune(original) in (None, True)  # tf.data's default: on
+    runtime.enable(["tf_data_autotune_off"])
+    assert autotune(adapter_cls.get_tf_dataset) is False
+    # The same batches, in the same order.
+    ours = list(adapter_cls.get_tf_dataset(adapter_cls(_Batches(), shuffle=False)))
+    assert [float(x[0, 0]) for x, _ in ours] == [0.0, 1.0, 2.0]
+    runtime.disable()
+    assert adapter_cls.get_tf_dataset is original
+
+
+def test_the_module_docstring_example_runs():
+    import doctest
+
+    failures, tried = doctest.testmod(runtime, verbose=False)
+    assert tried > 0 and failures == 0
