@@ -47,38 +47,24 @@ def read_sts_pairs(split, limit=None):
     return s1, s2, labels
 
 
-def keras_siamese(encoder):
-    """The keras model every benchmark trains: `encoder` in a `SiameseEncoder`, compiled as
-    `keras-cosent train` compiles it (CoSENT scale 20, the recipes' AdamW lr 2e-5, wd 0.01:
-    Keras' AdamW, run by PyTorch's fused kernel on the torch backend). The process-wide
-    tuning `keras-cosent` applies (`keras_cosent.runtime`) comes from starting the stack
-    through the CLI's `Environment`, as the workers do."""
-    import keras_cosent
-    from recipes.optimizers import adamw
-
-    model = keras_cosent.models.SiameseEncoder(encoder)
-    model.compile(optimizer=adamw(2e-5, weight_decay=0.01),
-                  loss=keras_cosent.losses.CoSENTLoss(scale=20.0))
-    return model
-
-
-def keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length, pad_to_multiple_of=None,
-                       packing=True):
-    """STS-B pairs as the keras stacks' training batches, in file order (no shuffling),
-    packed into shared rows as `keras-cosent train` packs them (`packing=False`: padded)."""
+def keras_training(encoder, s1, s2, labels, batch_size, epochs=2, packing=True):
+    """STS-B pairs, in file order (no shuffling), and the compiled CoSENT model, as
+    `keras-cosent train` sets them up (`keras_cosent.training.build`: packed batches,
+    AdamW lr 2e-5 with BERT's no-decay list and warm-up, PyTorch's fused kernel on
+    torch). The process-wide tuning (`keras_cosent.runtime`) comes from starting the
+    stack through the CLI's `Environment`, as the workers do."""
     import numpy as np
 
     import keras_cosent
 
     data = keras_cosent.data.PairDataset(
         columns=[list(s1), list(s2)], labels=np.asarray(labels, "float32"), source="sts-train")
-    return keras_cosent.data.PairBatches(
-        data, encoder.tokenize, batch_size=batch_size, pad_id=encoder.pad_id, shuffle=False,
-        max_length=max_length, pad_to_multiple_of=pad_to_multiple_of, packing=packing)
+    return keras_cosent.training.build(encoder, data, "cosent", batch_size=batch_size,
+                                       epochs=epochs, shuffle=False, packing=packing)
 
 
-def keras_training_run(pairs, batch_size=16, max_length=64, seed=0):
-    """Packaged all-MiniLM-L6-v2 as a `SentenceEncoder`, its `keras_siamese` model and the
+def keras_training_run(pairs, batch_size=16, max_length=64, seed=0, epochs=2):
+    """Packaged all-MiniLM-L6-v2 as a `SentenceEncoder`, its compiled model and the
     first `pairs` STS-B train pairs as its batches: what the one-stack scripts time."""
     import keras
 
@@ -88,9 +74,8 @@ def keras_training_run(pairs, batch_size=16, max_length=64, seed=0):
     keras.utils.set_random_seed(seed)
     encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
         minilm_path(), pooling="mean", max_length=max_length)
-    model = keras_siamese(encoder)
-    batches = keras_pair_batches(encoder, s1, s2, labels, batch_size, max_length)
-    return encoder, model, batches
+    setup = keras_training(encoder, s1, s2, labels, batch_size, epochs=epochs)
+    return encoder, setup.model, setup.batches
 
 
 def dense_flops(positions, config):

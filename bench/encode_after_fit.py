@@ -31,8 +31,7 @@ def main():
     import keras
 
     import keras_cosent
-    from bench.common import keras_pair_batches
-    from bench.common import keras_siamese
+    from bench.common import keras_training
     from bench.common import minilm_path
     from bench.common import read_sts_pairs
 
@@ -54,8 +53,8 @@ def main():
             result[f"{tag}_pass{i + 1}_s"] = round(time.perf_counter() - t0, 2)
 
     passes("fresh")
-    model = keras_siamese(encoder)
-    batches = keras_pair_batches(encoder, s1, s2, labels, batch_size=16, max_length=64)
+    setup = keras_training(encoder, s1, s2, labels, batch_size=16)
+    model, batches = setup.model, setup.batches
     t0 = time.perf_counter()
     model.fit(batches, epochs=1, verbose=0)
     result["fit_s"] = round(time.perf_counter() - t0, 1)

@@ -3,7 +3,7 @@
 On PyTorch the optimizer update is not compiled into the training step, so its
 implementation shows in the step time. Compared, on the same 22.6M random
 parameters and gradients, 2 threads: Keras' `AdamW` on the torch backend (its
-`torch._foreach_*` passes), `recipes.optimizers.TorchFusedAdamW` (what
+`torch._foreach_*` passes), `keras_cosent.optimizers.TorchFusedAdamW` (what
 `keras-cosent train` uses on torch), and `torch.optim.AdamW` single-tensor (its
 CPU default) and fused (what sentence-transformers' trainer uses). Each runs in
 its own process, 3 warm-up steps then `--steps` timed.
@@ -50,7 +50,7 @@ def time_one(name, steps):
         import keras
 
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        from recipes.optimizers import TorchFusedAdamW
+        from keras_cosent.optimizers import TorchFusedAdamW
 
         cls = TorchFusedAdamW if name == "keras-cosent-fused" else keras.optimizers.AdamW
         variables = [keras.Variable(x) for x in init]

@@ -77,9 +77,6 @@ def main():
     p.add_argument("--pairs", type=int, default=512)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-length", type=int, default=64)
-    p.add_argument("--pad-to-multiple-of", type=int, default=None,
-                   help="keras stacks: round each batch's length up to this multiple "
-                        "(default: the library's, 8 on JAX/TensorFlow and 1 on PyTorch)")
     p.add_argument("--json", default=None, help="write all raw runs and the summary here")
     p.add_argument("--from-json", default=None,
                    help="print the summary of a saved run's JSON instead of running")
@@ -103,8 +100,6 @@ def main():
                 cmd.append("--no-packing")
             if unpooled:
                 cmd += ["--off", "glibc_pool"]
-            if args.pad_to_multiple_of is not None:
-                cmd += ["--pad-to-multiple-of", str(args.pad_to_multiple_of)]
             t0 = time.time()
             out = subprocess.run(cmd, capture_output=True, text=True)
             lines = [l for l in out.stdout.splitlines() if l.startswith("{")]

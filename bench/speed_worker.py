@@ -3,7 +3,7 @@
 Stacks: `peer` (sentence-transformers on PyTorch, its own CoSENTLoss and AdamW,
 tokenising each batch as its data collator does) and `tensorflow`/`jax`/`torch`
 (keras-cosent through `model.fit` with the backend's default compilation and
-the recipes' optimizer, `recipes.optimizers.adamw`).
+the library's training set-up, `keras_cosent.training.build`).
 Both train the packaged all-MiniLM-L6-v2 with CoSENT, AdamW lr 2e-5, on the same
 first `--pairs` STS-B train pairs in the same order, batch `--batch-size`,
 `--max-length` tokens. The peer pads each column of a batch to its longest
@@ -89,17 +89,15 @@ def run_keras(args, s1, s2, labels, test_sentences):
     import keras
 
     import keras_cosent
-    from bench.common import keras_pair_batches
-    from bench.common import keras_siamese
+    from bench.common import keras_training
     from bench.common import minilm_path
 
     keras.utils.set_random_seed(args.seed)
     encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
         minilm_path(), pooling="mean", max_length=args.max_length)
-    model = keras_siamese(encoder)
     t0 = time.perf_counter()
-    batches = keras_pair_batches(encoder, s1, s2, labels, args.batch_size, args.max_length,
-                                 args.pad_to_multiple_of, packing=args.packing)
+    setup = keras_training(encoder, s1, s2, labels, args.batch_size, packing=args.packing)
+    model, batches = setup.model, setup.batches
     tokenise = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -121,8 +119,6 @@ def main():
     p.add_argument("--max-length", type=int, default=64)
     p.add_argument("--encode-batch-size", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--pad-to-multiple-of", type=int, default=None,
-                   help="keras stacks, training batches (default: the library's)")
     p.add_argument("--packing", action=argparse.BooleanOptionalAction, default=True,
                    help="keras stacks: pack training batches into shared rows, as "
                         "`keras-cosent train` does (default), or pad them")

@@ -8,6 +8,8 @@ The package runs unchanged on the TensorFlow, JAX and PyTorch backends. Its part
 - `keras_cosent.models`: the sentence encoder built on keras-hub backbones.
 - `keras_cosent.data`: readers for STS, NLI and plain-text corpora, and batching.
 - `keras_cosent.callbacks`: the Spearman evaluation callback.
+- `keras_cosent.optimizers`: AdamW with BERT's no-decay list, the warm-up schedule.
+- `keras_cosent.training`: `build`, the one training set-up, and the table of objectives.
 - `keras_cosent.export`: SavedModel export for TF Serving (imports TensorFlow lazily).
 
 - `keras_cosent.runtime`: process-wide tuning for CPU training (allocators,
@@ -28,5 +30,7 @@ from keras_cosent import layers
 from keras_cosent import losses
 from keras_cosent import metrics
 from keras_cosent import models
+from keras_cosent import optimizers
 from keras_cosent import runtime
+from keras_cosent import training
 from keras_cosent import utils

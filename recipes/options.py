@@ -1,8 +1,10 @@
 """Option types and decorators that several commands share.
 
-The choices are spelled out here rather than read from keras_cosent, because
-importing the library would import keras before `--backend` is applied;
-tests/recipes check that they match the library's.
+The format and pooling choices are spelled out here rather than read from
+keras_cosent, because importing the library would import keras before
+`--backend` is applied; tests/recipes check that they match the library's. The
+objective names come from the library's one table, `OBJECTIVE`, read only when
+a value is checked or help is shown, after the backend is applied.
 """
 
 import click
@@ -11,10 +13,41 @@ from recipes.context import BACKENDS
 from recipes.context import Environment
 
 FORMATS = ("sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "text-lines")
-LOSSES = ("cosent", "infonce", "simcse", "angle", "cosine-mse", "sbert-softmax")
 POOLINGS = ("mean", "cls", "max", "mean_sqrt_len", "weighted_mean", "first_last_avg")
 
 INPUT_FILE = click.Path(exists=True, dir_okay=False)
+
+
+class ObjectiveChoice(click.Choice):
+    """`click.Choice` over `keras_cosent.training.OBJECTIVES`, read when first needed.
+
+    The library imports keras, so the names are read only when a value is
+    checked or the help is shown: by then the command line's `--backend` is
+    known, and it is applied first (`Environment.activate_backend`). An
+    objective registered before the command runs is a valid `--loss`.
+    """
+
+    name = "objective"
+
+    def __init__(self):
+        super().__init__((), case_sensitive=True)
+
+    @property
+    def choices(self):
+        ctx = click.get_current_context(silent=True)
+        environment = None if ctx is None else ctx.find_object(Environment)
+        if environment is not None:
+            environment.activate_backend()
+        from keras_cosent.training import OBJECTIVES
+
+        return tuple(OBJECTIVES)
+
+    @choices.setter
+    def choices(self, value):
+        pass  # always read from the library
+
+
+OBJECTIVE = ObjectiveChoice()
 POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)
 
 

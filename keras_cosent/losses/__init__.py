@@ -7,7 +7,8 @@
 - `SoftmaxLoss` / `softmax_loss`: cross-entropy for the Sentence-BERT
   classifier head `keras_cosent.layers.SoftmaxClassifierHead`.
 
-`get(name)` maps the names the CLI accepts to these classes.
+`get(name)` gives the loss class of a training objective (the names
+`keras-cosent train --loss` accepts, from `keras_cosent.training.OBJECTIVES`).
 """
 
 from keras_cosent.losses.angle_loss import AnglELoss
@@ -22,20 +23,9 @@ from keras_cosent.losses.infonce_loss import infonce_loss
 from keras_cosent.losses.softmax_loss import SoftmaxLoss
 from keras_cosent.losses.softmax_loss import softmax_loss
 
-_BY_NAME = {
-    "cosent": CoSENTLoss,
-    "infonce": InfoNCELoss,
-    "simcse": InfoNCELoss,
-    "angle": AnglELoss,
-    "cosine-mse": CosineMSELoss,
-    "sbert-softmax": SoftmaxLoss,
-}
-
-NAMES = tuple(_BY_NAME)
-
 
 def get(name):
-    """Returns the loss class registered under `name` (see `NAMES`).
+    """Returns the loss class of the training objective `name` (see `NAMES`).
 
     Example:
 
@@ -43,8 +33,19 @@ def get(name):
     >>> keras_cosent.losses.get("simcse")(temperature=0.05).temperature
     0.05
     """
-    if not isinstance(name, str) or name.lower() not in _BY_NAME:
+    from keras_cosent.training.objectives import OBJECTIVES
+
+    by_name = {key.lower(): objective.loss for key, objective in OBJECTIVES.items()}
+    if not isinstance(name, str) or name.lower() not in by_name:
         raise ValueError(
-            f"Unknown loss name {name!r}. Expected one of: {', '.join(NAMES)}."
+            f"Unknown loss name {name!r}. Expected one of: {', '.join(OBJECTIVES)}."
         )
-    return _BY_NAME[name.lower()]
+    return by_name[name.lower()]
+
+
+def __getattr__(name):
+    if name == "NAMES":  # the objective names, read from the one table
+        from keras_cosent.training.objectives import OBJECTIVES
+
+        return tuple(OBJECTIVES)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

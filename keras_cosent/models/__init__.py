@@ -9,6 +9,7 @@ as it imports keras-hub) lowercases like Hugging Face's BERT tokenizer.
 from keras_cosent.models.checkpoints import default_checkpoint
 from keras_cosent.models.sentence_encoder import SentenceEncoder
 from keras_cosent.models.siamese_encoder import SiameseEncoder
+from keras_cosent.models.softmax_classifier_model import SoftmaxClassifierModel
 
 
 def __getattr__(name):

@@ -16,7 +16,7 @@ import click
 from recipes.context import pass_environment
 from recipes.options import FORMATS
 from recipes.options import INPUT_FILE
-from recipes.options import LOSSES
+from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
 from recipes.options import POSITIVE_FLOAT
 from recipes.options import backend_option
@@ -27,7 +27,6 @@ from recipes.run_directory import CONFIG_FILE
 from recipes.reporting import RESULTS_FILE
 from recipes.run_directory import RunDirectory
 
-CONTRASTIVE_LOSSES = ("infonce", "simcse")
 # Options that say what to do with an existing run, not what the run is.
 NOT_CONFIG = ("overwrite",)
 
@@ -53,12 +52,12 @@ evaluates on its 80 dev pairs."""
 )
 @click.option(
     "--loss",
-    type=click.Choice(LOSSES),
+    type=OBJECTIVE,
     default="cosent",
     show_default=True,
-    help="Training objective. cosent/angle/cosine-mse/sbert-softmax need scored pairs; "
-    "infonce takes (anchor, positive[, negatives]) rows (scored pairs: those above 2.5); "
-    "simcse takes any sentences.",
+    help="Training objective, from keras_cosent.training.OBJECTIVES (listed below). "
+    "cosent/angle/cosine-mse/sbert-softmax need scored pairs; infonce takes (anchor, "
+    "positive[, negatives]) rows (scored pairs: those above 2.5); simcse takes any sentences.",
 )
 @click.option("--train", type=INPUT_FILE, default=None, show_default="the packaged demo set",
               help="Training file.")
@@ -120,16 +119,19 @@ def train(ctx, env, **options):
     training.png, and results.json with the final dev/test evaluation.
     """
     options = apply_recipe(ctx, options)
-    if options["loss"] in CONTRASTIVE_LOSSES and options["batch_size"] < 2:
-        raise click.BadParameter(
-            f"{options['batch_size']} is too small for --loss {options['loss']}: InfoNCE "
-            "needs at least 2 rows per batch, the other rows being the negatives",
-            param_hint="--batch-size",
-        )
     overwrite = options.pop("overwrite")
     # In the order --help lists them, not the order they were typed.
     options = {p.name: options[p.name] for p in ctx.command.params if p.name in options}
     env.activate_backend()
+    from keras_cosent.training import get_objective
+
+    smallest = get_objective(options["loss"]).min_batch_size
+    if options["batch_size"] < smallest:
+        raise click.BadParameter(
+            f"{options['batch_size']} is too small for --loss {options['loss']}: it needs at "
+            f"least {smallest} rows per batch (the other rows are the negatives)",
+            param_hint="--batch-size",
+        )
     config = build_config(env.backend, options, tuning=env.tuning)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if run_directory.check(config) == "same":

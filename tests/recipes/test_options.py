@@ -7,13 +7,14 @@ from recipes.errors import CliError
 from recipes.model_loading import resolve_checkpoint
 from recipes.model_loading import saved_encoder_path
 from recipes.options import FORMATS
-from recipes.options import LOSSES
+from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
 
 
 def test_choices_match_the_library():
     assert FORMATS == keras_cosent.data.READ_FORMATS
-    assert LOSSES == keras_cosent.losses.NAMES
+    assert OBJECTIVE.choices == tuple(keras_cosent.training.OBJECTIVES)
+    assert keras_cosent.losses.NAMES == tuple(keras_cosent.training.OBJECTIVES)
     assert set(POOLINGS) == set(keras_cosent.layers.POOLING_LAYERS)
 
 

@@ -1,4 +1,4 @@
-"""`recipes.optimizers`: TorchFusedAdamW against Keras' AdamW and the update rule in NumPy."""
+"""`keras_cosent.optimizers`: TorchFusedAdamW against Keras' AdamW and the update rule in NumPy."""
 
 import doctest
 import json
@@ -7,10 +7,12 @@ import keras
 import numpy as np
 import pytest
 
-import recipes.optimizers
-from recipes.optimizers import TorchFusedAdamW
-from recipes.optimizers import adamw
-from recipes.schedules import WarmupLinearDecay
+import importlib
+
+from keras_cosent.optimizers import NO_WEIGHT_DECAY
+from keras_cosent.optimizers import TorchFusedAdamW
+from keras_cosent.optimizers import WarmupLinearDecay
+from keras_cosent.optimizers import adamw
 
 ON_TORCH = keras.backend.backend() == "torch"
 torch_only = pytest.mark.skipif(not ON_TORCH, reason="TorchFusedAdamW needs the torch backend")
@@ -130,13 +132,18 @@ def test_amsgrad_is_refused():
         TorchFusedAdamW(learning_rate=0.1, amsgrad=True)
 
 
-def test_a_saved_torch_optimizer_loads_as_keras_adamw_elsewhere():
+@pytest.mark.parametrize("module, registered", [
+    ("keras_cosent.optimizers.torch_fused_adamw", "keras_cosent>TorchFusedAdamW"),
+    # As runs saved before the optimizer moved into the library name it.
+    ("recipes.optimizers", "keras_cosent_recipes>TorchFusedAdamW"),
+])
+def test_a_saved_torch_optimizer_loads_as_keras_adamw_elsewhere(module, registered):
     original = keras.optimizers.AdamW(learning_rate=WarmupLinearDecay(2e-5, 40, 4),
                                       weight_decay=0.01)
     config = keras.optimizers.serialize(original)["config"]
     # What keras.optimizers.serialize writes for a TorchFusedAdamW on torch.
-    serialized = {"module": "recipes.optimizers", "class_name": "TorchFusedAdamW",
-                  "config": config, "registered_name": "keras_cosent_recipes>TorchFusedAdamW"}
+    serialized = {"module": module, "class_name": "TorchFusedAdamW",
+                  "config": config, "registered_name": registered}
     # As from a saved file: deserialize replaces nested configs with objects in place.
     restored = keras.optimizers.deserialize(json.loads(json.dumps(serialized)))
     assert type(restored) is (TorchFusedAdamW if ON_TORCH else keras.optimizers.AdamW)
@@ -160,10 +167,21 @@ def test_adamw_picks_the_backend_implementation_and_excludes_by_name():
     assert optimizer._use_weight_decay(kernel)
 
 
-def test_docstring_examples_run():
-    result = doctest.testmod(recipes.optimizers, verbose=False)
+@pytest.mark.parametrize("module", ["adamw", "torch_fused_adamw", "warmup_linear_decay"])
+def test_docstring_examples_run(module):
+    module = importlib.import_module(f"keras_cosent.optimizers.{module}")
+    result = doctest.testmod(module, verbose=False)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_the_default_no_decay_list_spares_biases_and_layer_norm():
+    optimizer = adamw(2e-5)
+    names = {"bias": False, "gamma": False, "beta": False, "kernel": True, "embeddings": True}
+    variables = [keras.Variable(np.zeros(2, "float32"), name=n) for n in names]
+    optimizer.build(variables)
+    assert [optimizer._use_weight_decay(v) for v in variables] == list(names.values())
+    assert NO_WEIGHT_DECAY == ("^bias$", "^gamma$", "^beta$")
 
 
 @torch_only

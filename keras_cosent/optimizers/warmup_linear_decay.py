@@ -1,17 +1,16 @@
-"""The learning-rate schedule `keras-cosent train` uses: linear warm-up, then linear decay.
+"""The learning-rate schedule the training builder uses: linear warm-up, then linear decay.
 
 This is the schedule of BERT fine-tuning and of Sentence-BERT's and SimCSE's
 training scripts (`get_linear_schedule_with_warmup` in Hugging Face transformers).
-It lives with the recipes rather than in `keras_cosent` because it is a choice of
-the training recipe, not part of the losses or the model. Imported lazily by
-`train`, since it imports keras.
 """
 
 import keras
 from keras import ops
 
+from keras_cosent.api_export import keras_cosent_export
 
-@keras.saving.register_keras_serializable(package="keras_cosent_recipes")
+
+@keras_cosent_export
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """Rises linearly from 0 to `peak_learning_rate`, then falls linearly to 0.
 
@@ -31,7 +30,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     Example:
 
-    >>> from recipes.schedules import WarmupLinearDecay
+    >>> from keras_cosent.optimizers import WarmupLinearDecay
     >>> schedule = WarmupLinearDecay(1.0, total_steps=10, warmup_steps=2)
     >>> [round(float(schedule(s)), 3) for s in (0, 1, 2, 6, 10)]
     [0.0, 0.5, 1.0, 0.5, 0.0]
@@ -75,3 +74,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             "total_steps": self.total_steps,
             "warmup_steps": self.warmup_steps,
         }
+
+
+# Runs saved before the schedule moved into the library name it `keras_cosent_recipes>`.
+keras.saving.get_custom_objects()["keras_cosent_recipes>WarmupLinearDecay"] = WarmupLinearDecay

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from recipes.schedules import WarmupLinearDecay
+from keras_cosent.optimizers import WarmupLinearDecay
 
 
 def reference(step, peak, total, warmup):

@@ -1,4 +1,4 @@
-"""The optimiser `keras-cosent train` uses: AdamW, in PyTorch's fused kernel on torch.
+"""`TorchFusedAdamW`: Keras' AdamW with its update run by PyTorch's fused kernel.
 
 On JAX and TensorFlow, Keras' `AdamW` update is compiled into the training step
 with the rest of it. On PyTorch, Keras runs it as about ten `torch._foreach_*`
@@ -6,52 +6,22 @@ passes over every parameter, with temporaries; for all-MiniLM-L6-v2 (22.6M
 parameters, half of them the word embeddings, whose gradient is dense) that
 is 0.23-0.30 s per step on 2 CPU cores, a third of a training step, where torch's
 fused AdamW kernel, which sentence-transformers' trainer uses by default, takes
-0.014-0.017 s (`bench/optimizer_step.py`). `TorchFusedAdamW` is Keras' `AdamW`
-with its update done by that kernel: same hyperparameters, same update rule
-(Keras' placement of `epsilon` included), same optimizer variables, so a run can
-be saved and resumed on any backend.
+0.014-0.017 s (`bench/optimizer_step.py`).
 
-It lives with the recipes, not in `keras_cosent`, because it calls PyTorch
-directly and library code uses `keras.ops` only. Library users get it with
-`recipes.optimizers.adamw(...)`, the function `train` calls. Imported lazily,
-after the Keras backend is chosen.
+This is the one optimizer in the library that is backend-specific by nature:
+it calls PyTorch (imported inside its update, on the torch backend only) where
+the rest of the library uses `keras.ops`. `keras_cosent.optimizers.adamw`
+picks it on PyTorch and Keras' `AdamW` elsewhere.
 """
 
 import math
 
 import keras
 
-
-def adamw(learning_rate, weight_decay, exclude_from_weight_decay=()):
-    """Keras AdamW for the current backend: `TorchFusedAdamW` on PyTorch.
-
-    Args:
-        learning_rate: a float or a `keras.optimizers.schedules.LearningRateSchedule`.
-        weight_decay: decoupled weight decay (the decay per step is
-            `learning_rate * weight_decay`, as in Keras and PyTorch).
-        exclude_from_weight_decay: regular expressions; variables whose name
-            matches one are not decayed (e.g. `["^bias$"]`).
-
-    Returns:
-        A `keras.optimizers.AdamW` (a `TorchFusedAdamW` on the torch backend).
-
-    Example:
-
-    >>> from recipes.optimizers import adamw
-    >>> optimizer = adamw(2e-5, weight_decay=0.01, exclude_from_weight_decay=["^bias$"])
-    >>> float(optimizer.weight_decay)
-    0.01
-    """
-    cls = keras.optimizers.AdamW
-    if keras.backend.backend() == "torch":
-        cls = TorchFusedAdamW
-    optimizer = cls(learning_rate=learning_rate, weight_decay=weight_decay)
-    if exclude_from_weight_decay:
-        optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
-    return optimizer
+from keras_cosent.api_export import keras_cosent_export
 
 
-@keras.saving.register_keras_serializable(package="keras_cosent_recipes")
+@keras_cosent_export
 class TorchFusedAdamW(keras.optimizers.AdamW):
     """Keras' `AdamW` whose update runs in `torch._fused_adamw_` (torch backend only).
 
@@ -69,7 +39,7 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
     its gradient's sign, here on whichever backend runs it):
 
     >>> import keras
-    >>> from recipes.optimizers import adamw
+    >>> from keras_cosent.optimizers import adamw
     >>> optimizer = adamw(0.1, weight_decay=0.0)
     >>> type(optimizer).__name__ == (
     ...     "TorchFusedAdamW" if keras.backend.backend() == "torch" else "AdamW")
@@ -90,7 +60,7 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
             raise ValueError(
                 "TorchFusedAdamW runs PyTorch's fused AdamW kernel and needs the torch "
                 f"backend. Received: backend={keras.backend.backend()!r}; use "
-                "keras.optimizers.AdamW (or recipes.optimizers.adamw) instead."
+                "keras.optimizers.AdamW (or keras_cosent.optimizers.adamw) instead."
             )
         super().__init__(*args, **kwargs)
         if self.amsgrad:
@@ -146,3 +116,7 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
                     amsgrad=False,
                     maximize=False,
                 )
+
+
+# Runs saved before the optimizer moved into the library name it `keras_cosent_recipes>`.
+keras.saving.get_custom_objects()["keras_cosent_recipes>TorchFusedAdamW"] = TorchFusedAdamW

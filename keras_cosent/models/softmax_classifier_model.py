@@ -1,0 +1,70 @@
+"""The Sentence-BERT classification set-up: a siamese encoder, then a softmax head."""
+
+import keras
+
+from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.layers.softmax_classifier_head import SoftmaxClassifierHead
+
+
+@keras_cosent_export
+class SoftmaxClassifierModel(keras.Model):
+    """A `SiameseEncoder` whose pair embeddings feed a `SoftmaxClassifierHead`.
+
+    Sentence-BERT's NLI training (the `"sbert-softmax"` objective): the head
+    classifies `(u, v, |u - v|)` into `num_labels` classes and is trained with
+    `keras_cosent.losses.SoftmaxLoss`; afterwards only the encoder is kept.
+
+    Args:
+        siamese: a `keras_cosent.models.SiameseEncoder`.
+        num_labels: int, the number of classes.
+        **kwargs: `keras.Model` keyword arguments.
+
+    Call arguments:
+        inputs: a pair batch, as `SiameseEncoder` takes it.
+
+    Returns:
+        float32 logits of shape `(batch, num_labels)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras_hub
+    >>> import keras_cosent
+    >>> backbone = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
+    >>> encoder = keras_cosent.models.SentenceEncoder(backbone, max_length=16)
+    >>> model = keras_cosent.models.SoftmaxClassifierModel(
+    ...     keras_cosent.models.SiameseEncoder(encoder), num_labels=3)
+    >>> x = {"token_ids": np.ones((4, 2, 6), "int32"),
+    ...      "padding_mask": np.ones((4, 2, 6), bool),
+    ...      "segment_ids": np.zeros((4, 2, 6), "int32")}
+    >>> tuple(model(x).shape)
+    (4, 3)
+
+    Reference:
+        [Reimers and Gurevych, 2019. Sentence-BERT](https://arxiv.org/abs/1908.10084)
+    """
+
+    def __init__(self, siamese, num_labels, **kwargs):
+        super().__init__(**kwargs)
+        self.siamese = siamese
+        self.encoder = siamese.encoder
+        self.num_labels = int(num_labels)
+        self.head = SoftmaxClassifierHead(self.num_labels)
+
+    def call(self, inputs, training=None):
+        return self.head(self.siamese(inputs, training=training), training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"siamese": keras.layers.serialize(self.siamese), "num_labels": self.num_labels}
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["siamese"] = keras.layers.deserialize(config["siamese"])
+        return cls(**config)

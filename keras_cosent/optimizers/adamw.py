@@ -1,0 +1,39 @@
+"""`adamw`: the AdamW set-up of BERT fine-tuning, on the fastest kernel of the backend."""
+
+import keras
+
+from keras_cosent.optimizers.torch_fused_adamw import TorchFusedAdamW
+
+# Biases and LayerNorm scales/offsets are not decayed, as in BERT and Sentence-BERT.
+NO_WEIGHT_DECAY = ("^bias$", "^gamma$", "^beta$")
+
+
+def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_DECAY):
+    """Keras AdamW for the current backend: `TorchFusedAdamW` on PyTorch.
+
+    Args:
+        learning_rate: a float or a `keras.optimizers.schedules.LearningRateSchedule`.
+        weight_decay: decoupled weight decay (the decay per step is
+            `learning_rate * weight_decay`, as in Keras and PyTorch).
+        exclude_from_weight_decay: regular expressions; variables whose name
+            matches one are not decayed. The default, `NO_WEIGHT_DECAY`, leaves
+            biases and LayerNorm parameters alone.
+
+    Returns:
+        A `keras.optimizers.AdamW` (a `TorchFusedAdamW` on the torch backend):
+        the same update rule and optimizer state either way.
+
+    Example:
+
+    >>> from keras_cosent.optimizers import adamw
+    >>> optimizer = adamw(2e-5, weight_decay=0.01)
+    >>> float(optimizer.weight_decay)
+    0.01
+    """
+    cls = keras.optimizers.AdamW
+    if keras.backend.backend() == "torch":
+        cls = TorchFusedAdamW
+    optimizer = cls(learning_rate=learning_rate, weight_decay=weight_decay)
+    if exclude_from_weight_decay:
+        optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
+    return optimizer

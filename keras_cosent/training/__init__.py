@@ -1,0 +1,13 @@
+"""Training set-up shared by the CLI, the benchmarks and users' scripts.
+
+`build(encoder, dataset, objective, ...)` returns the compiled model, the batches
+and the optimizer; `OBJECTIVES` is the one table of objective names, losses and
+data layouts, extended with `register_objective`.
+"""
+
+from keras_cosent.training.builder import TrainingSetup
+from keras_cosent.training.builder import build
+from keras_cosent.training.objectives import OBJECTIVES
+from keras_cosent.training.objectives import Objective
+from keras_cosent.training.objectives import get_objective
+from keras_cosent.training.objectives import register_objective

@@ -1,0 +1,144 @@
+"""`build`: everything between a sentence encoder plus training rows and `model.fit`.
+
+The CLI (`keras-cosent train`), the benchmarks and users' scripts call this one
+function, so they train the same way: the objective's loss and data layout
+(`keras_cosent.training.OBJECTIVES`), batches packed into shared rows where the
+backbone allows, AdamW with BERT's no-decay list (PyTorch's fused kernel on the
+torch backend), and a linear warm-up then linear decay over the whole run.
+"""
+
+import collections
+
+from keras_cosent.data.pair_batches import PairBatches
+from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.models.sequence_packing import supports_packing
+from keras_cosent.models.siamese_encoder import SiameseEncoder
+from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
+from keras_cosent.optimizers.adamw import adamw
+from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
+from keras_cosent.training.objectives import get_objective
+
+TrainingSetup = collections.namedtuple(
+    "TrainingSetup", ["model", "batches", "optimizer", "loss", "encoder", "dataset", "objective"]
+)
+TrainingSetup.__doc__ = """What `build` returns: call `setup.model.fit(setup.batches, epochs=...)`.
+
+Fields:
+    model: the compiled training model (a `SiameseEncoder` over `encoder`, or
+        the objective's wrapper around it).
+    batches: the `keras_cosent.data.PairBatches` to fit on.
+    optimizer: the AdamW optimizer, with its warm-up/decay schedule.
+    loss: the loss object.
+    encoder: the `SentenceEncoder` being trained (the one passed in).
+    dataset: the training rows after the objective shaped them.
+    objective: the `keras_cosent.training.Objective`.
+"""
+
+
+def build(
+    encoder,
+    dataset,
+    objective="cosent",
+    *,
+    batch_size=16,
+    epochs=4,
+    learning_rate=2e-5,
+    warmup=0.1,
+    weight_decay=0.01,
+    seed=42,
+    shuffle=True,
+    packing=True,
+    data_format=None,
+    **loss_options,
+):
+    """Builds the model, batches and optimizer that train `encoder` on `dataset`.
+
+    Args:
+        encoder: a `keras_cosent.models.SentenceEncoder`.
+        dataset: a `keras_cosent.data.PairDataset` as read from a file (it is
+            shaped for the objective: e.g. InfoNCE keeps the pairs scored above
+            2.5) or already in the objective's layout.
+        objective: a name from `keras_cosent.training.OBJECTIVES` (`"cosent"`,
+            `"infonce"`, `"simcse"`, `"angle"`, `"cosine-mse"`,
+            `"sbert-softmax"`, or one registered with `register_objective`) or
+            an `Objective`.
+        batch_size: rows per step.
+        epochs: epochs the schedule spans (`fit` must be given the same).
+        learning_rate: peak learning rate of AdamW.
+        warmup: fraction of all steps with linear warm-up; the rate then decays
+            linearly to 0 at the last step.
+        weight_decay: AdamW decoupled weight decay, not applied to biases and
+            LayerNorm parameters (`keras_cosent.optimizers.NO_WEIGHT_DECAY`).
+        seed: seed of the batch shuffling.
+        shuffle: shuffle the rows every epoch (False keeps the file order, as
+            the speed benchmarks do to feed every stack the same batches).
+        packing: pack each batch's sentences into shared rows where the
+            backbone allows it (same results, fewer token positions).
+        data_format: the reader format `dataset` came from (`"nli-jsonl"`...),
+            which some objectives read labels by.
+        **loss_options: the objective's loss options, e.g. `scale=20.0`
+            (CoSENT, AnglE) or `temperature=0.05` (InfoNCE, SimCSE).
+
+    Returns:
+        A `TrainingSetup` with `model` (compiled), `batches`, `optimizer`,
+        `loss`, `encoder`, `dataset` and `objective`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras_hub
+    >>> import keras_cosent
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat"]
+    >>> encoder = keras_cosent.models.SentenceEncoder(
+    ...     keras_hub.models.BertBackbone(vocabulary_size=len(vocab), num_layers=1,
+    ...         num_heads=2, hidden_dim=8, intermediate_dim=16, max_sequence_length=16),
+    ...     keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True), max_length=16)
+    >>> pairs = keras_cosent.data.PairDataset(
+    ...     [["a cat sat", "a dog", "a cat", "dog sat"], ["a cat", "a dog sat", "cat", "a cat"]],
+    ...     np.array([4.0, 3.0, 5.0, 0.5], "float32"), source="inline")
+    >>> setup = keras_cosent.training.build(encoder, pairs, "cosent", batch_size=2, epochs=1)
+    >>> history = setup.model.fit(setup.batches, epochs=1, verbose=0)
+    >>> len(history.history["loss"])
+    1
+    """
+    objective = get_objective(objective)
+    if not isinstance(dataset, PairDataset):
+        raise TypeError(
+            "`dataset` should be a keras_cosent.data.PairDataset. "
+            f"Received: `dataset` of type {type(dataset).__name__}"
+        )
+    if batch_size < objective.min_batch_size:
+        raise ValueError(
+            f"`batch_size`={batch_size} is too small for objective {objective.name!r}: it "
+            f"needs at least {objective.min_batch_size} rows per batch."
+        )
+    if not 0 <= warmup < 1:
+        raise ValueError(f"`warmup` should be a fraction in [0, 1). Received: `warmup`={warmup}")
+    dataset = objective.prepare(dataset, data_format)
+
+    # The model is built under the global dtype policy (mixed precision included);
+    # the loss computes in float32 whatever the policy.
+    loss = objective.make_loss(loss_options, dataset, data_format)
+    model = SiameseEncoder(encoder)
+    if objective.wrap_model is not None:
+        model = objective.wrap_model(model, loss)
+
+    batches = PairBatches(
+        dataset,
+        encoder.tokenize,
+        batch_size=batch_size,
+        pad_id=encoder.pad_id,
+        seed=seed,
+        shuffle=shuffle,
+        label_mode=objective.label_mode,
+        unique_texts=objective.unique_texts,
+        packing=bool(packing) and supports_packing(encoder.backbone),
+    )
+    total_steps = len(batches) * int(epochs)
+    schedule = WarmupLinearDecay(
+        learning_rate, total_steps, warmup_steps=round(warmup * total_steps)
+    )
+    optimizer = adamw(schedule, weight_decay, exclude_from_weight_decay=NO_WEIGHT_DECAY)
+    model.compile(optimizer=optimizer, loss=loss)
+    return TrainingSetup(model, batches, optimizer, loss, encoder, dataset, objective)
+

@@ -1,0 +1,97 @@
+"""`keras_cosent.training.build` against a set-up written out independently in the test."""
+
+import keras
+import numpy as np
+import pytest
+
+import keras_cosent
+from keras_cosent.data import PairDataset
+from keras_cosent.training import OBJECTIVES
+from keras_cosent.training import build
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+         "a", "the", "cat", "dog", "sat", "ran", "on", "mat", "fast", "slow", "red"]
+FIRST = ["a cat sat", "the dog ran", "a red mat", "the cat ran fast", "a dog sat on the mat",
+         "the slow cat", "a fast dog", "red cat on a mat"]
+SECOND = ["the cat sat", "a dog ran fast", "the mat", "a cat ran", "the dog on a mat",
+          "a slow dog", "the fast cat", "a red dog sat"]
+SCORES = np.array([4.5, 3.8, 1.0, 4.0, 3.0, 0.5, 2.0, 1.5], "float32")
+
+
+def tiny_encoder(seed=0):
+    import keras_hub
+
+    keras.utils.set_random_seed(seed)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(VOCAB), num_layers=1, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, max_sequence_length=16, dropout=0.0)
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True)
+    return keras_cosent.models.SentenceEncoder(backbone, tokenizer, max_length=16)
+
+
+def pairs():
+    return PairDataset([list(FIRST), list(SECOND)], SCORES.copy(), source="inline")
+
+
+class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """BERT's schedule as Hugging Face's get_linear_schedule_with_warmup defines it."""
+
+    def __init__(self, peak, total, warmup):
+        self.peak, self.total, self.warmup = peak, total, warmup
+
+    def __call__(self, step):
+        step = keras.ops.cast(step, "float32")
+        up = self.peak * step / max(1, self.warmup)
+        down = self.peak * keras.ops.maximum(0.0, (self.total - step) / max(1, self.total - self.warmup))
+        return keras.ops.where(step < self.warmup, up, down)
+
+
+def test_build_trains_as_the_published_set_up_does():
+    epochs, batch, lr = 2, 4, 1e-3
+    setup = build(tiny_encoder(), pairs(), "cosent", batch_size=batch, epochs=epochs,
+                  learning_rate=lr, warmup=0.25, weight_decay=0.01, shuffle=False, packing=False)
+    ours = setup.model.fit(setup.batches, epochs=epochs, verbose=0).history["loss"]
+
+    # Independently: the same encoder weights, a SiameseEncoder, Keras' own AdamW on
+    # the schedule above with biases and LayerNorm excluded from weight decay.
+    encoder = tiny_encoder()
+    model = keras_cosent.models.SiameseEncoder(encoder)
+    total = epochs * len(FIRST) // batch
+    optimizer = keras.optimizers.AdamW(LinearWarmupDecay(lr, total, round(0.25 * total)),
+                                       weight_decay=0.01)
+    optimizer.exclude_from_weight_decay(var_names=["^bias$", "^gamma$", "^beta$"])
+    model.compile(optimizer=optimizer, loss=keras_cosent.losses.CoSENTLoss(scale=20.0))
+    batches = keras_cosent.data.PairBatches(pairs(), encoder.tokenize, batch_size=batch,
+                                            pad_id=encoder.pad_id, shuffle=False)
+    reference = model.fit(batches, epochs=epochs, verbose=0).history["loss"]
+
+    np.testing.assert_allclose(ours, reference, rtol=1e-4)
+    for ours_w, ref_w in zip(setup.encoder.get_weights(), encoder.get_weights()):
+        np.testing.assert_allclose(ours_w, ref_w, atol=1e-5)
+    assert float(setup.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-9)  # decayed to 0
+
+
+@pytest.mark.parametrize("name", ["cosent", "angle", "cosine-mse", "sbert-softmax", "infonce",
+                                  "simcse"])
+def test_every_objective_builds_and_takes_a_step(name):
+    setup = build(tiny_encoder(), pairs(), name, batch_size=4, epochs=1, learning_rate=1e-3)
+    history = setup.model.fit(setup.batches, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert isinstance(setup.loss, OBJECTIVES[name].loss)
+    if name == "infonce":  # the pairs scored above 2.5 are its positives
+        assert len(setup.dataset) == int(np.sum(SCORES > 2.5))
+    if name == "simcse":
+        assert len(setup.dataset) == len(set(FIRST) | set(SECOND))
+    if name == "sbert-softmax":
+        assert isinstance(setup.model, keras_cosent.models.SoftmaxClassifierModel)
+        np.testing.assert_array_equal(setup.dataset.labels, (SCORES > 2.5).astype("int32"))
+
+
+def test_contrastive_objectives_refuse_a_batch_of_one():
+    with pytest.raises(ValueError, match=r"`batch_size`=1 is too small for objective 'infonce'"):
+        build(tiny_encoder(), pairs(), "infonce", batch_size=1)
+
+
+def test_an_unknown_objective_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"Unknown objective 'cosnet'.*'cosent'"):
+        build(tiny_encoder(), pairs(), "cosnet")

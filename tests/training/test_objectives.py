@@ -1,0 +1,81 @@
+"""The objective table: how files become each loss' rows, and one entry adds a loss."""
+
+import numpy as np
+import pytest
+
+import keras_cosent
+from keras_cosent.data import DataFormatError
+from keras_cosent.data import PairDataset
+from keras_cosent.training import OBJECTIVES
+from keras_cosent.training import Objective
+from keras_cosent.training import build
+from keras_cosent.training import register_objective
+from keras_cosent.training.objectives import scored_pairs
+from tests.recipes.conftest import demo_rows
+from tests.recipes.conftest import write_pair_tsv
+from tests.training.test_builder import pairs
+from tests.training.test_builder import tiny_encoder
+
+
+def test_the_cli_and_the_library_share_one_table_of_names():
+    from recipes.options import OBJECTIVE
+
+    assert OBJECTIVE.choices == tuple(OBJECTIVES)
+    assert keras_cosent.losses.NAMES == tuple(OBJECTIVES)
+    for name, objective in OBJECTIVES.items():
+        assert keras_cosent.losses.get(name) is objective.loss
+
+
+def test_nli_files_are_read_as_ordered_pairs_or_triplets(shared_data):
+    path = shared_data / "ocnli" / "dev.json"
+    pairs_ = OBJECTIVES["cosent"].read(path, "nli-jsonl")
+    assert pairs_.num_columns == 2 and set(np.unique(pairs_.labels)) == {0.0, 1.0, 2.0}
+    triplets = OBJECTIVES["infonce"].prepare(OBJECTIVES["infonce"].read(path, "nli-jsonl"),
+                                             "nli-jsonl")
+    assert triplets.num_columns == 3 and triplets.labels is None
+
+
+def test_scored_pairs_need_scores(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("one sentence\nanother one\n")
+    rows = OBJECTIVES["cosent"].read(path, "text-lines")
+    with pytest.raises(DataFormatError, match=rf"{path}: objective 'cosent' needs scored pairs"):
+        OBJECTIVES["cosent"].prepare(rows, "text-lines")
+
+
+def test_infonce_without_positive_pairs_names_the_file():
+    low = PairDataset([["a", "b"], ["c", "d"]], np.array([1.0, 2.0], "float32"), "low.tsv")
+    with pytest.raises(DataFormatError, match="low.tsv: no pair is scored above 2.5"):
+        OBJECTIVES["infonce"].prepare(low, "pair-tsv")
+
+
+def test_a_registered_objective_is_usable_from_build_and_from_the_cli(tmp_path):
+    from click.testing import CliRunner
+
+    from recipes.cli import main
+
+    class HalfScaleCoSENT(keras_cosent.losses.CoSENTLoss):
+        pass
+
+    register_objective(Objective(
+        name="cosent-test", summary="CoSENT with a test's own class", loss=HalfScaleCoSENT,
+        options=("scale",), shape=scored_pairs))
+    try:
+        setup = build(tiny_encoder(), pairs(), "cosent-test", batch_size=4, epochs=1, scale=10.0)
+        assert isinstance(setup.loss, HalfScaleCoSENT) and setup.loss.scale == 10.0
+
+
+        checkpoint = tmp_path / "ckpt"
+        checkpoint.mkdir()
+        setup.encoder.backbone.save_to_preset(str(checkpoint))
+        setup.encoder.tokenizer.save_to_preset(str(checkpoint))
+        train = write_pair_tsv(tmp_path / "train.tsv", demo_rows("train")[:8])
+        result = CliRunner().invoke(main, [
+            "train", "--loss", "cosent-test", "--backbone", str(checkpoint), "--train", str(train),
+            "--epochs", "1", "--batch-size", "4", "--max-length", "16",
+            "--output", str(tmp_path / "run")])
+        assert result.exit_code == 0, result.output
+        help_text = CliRunner().invoke(main, ["train", "--help"]).output
+        assert "cosent-test" in help_text
+    finally:
+        OBJECTIVES.pop("cosent-test")
