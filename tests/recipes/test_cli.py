@@ -62,7 +62,7 @@ def test_train_help_shows_the_documented_defaults(cli):
     output = " ".join(cli("train", "--help").output.split())
     for default in ("[default: cosent", "[default: 16", "[default: 2e-05", "[default: 0.1",
                     "[default: 0.01", "[default: 64", "[default: 20.0", "[default: 0.05",
-                    "[default: mean", "[default: all-MiniLM-L6-v2", "[default: pair-tsv"):
+                    "[default: the checkpoint's (a sentence-transformers folder's), else mean", "[default: all-MiniLM-L6-v2", "[default: pair-tsv"):
         assert default in output
 
 
@@ -148,7 +148,7 @@ def test_bad_option_values_are_one_line_errors(cli, tmp_path):
 @pytest.mark.parametrize("loss", ["infonce", "simcse"])
 def test_batch_size_too_small_for_infonce(cli, tmp_path, loss):
     result = cli("train", "--loss", loss, "--batch-size", "1", "--output", tmp_path / "run")
-    assert_one_line_error(result, "--batch-size", "InfoNCE")
+    assert_one_line_error(result, "--batch-size", f"--loss {loss}", "at least 2 rows")
     assert not (tmp_path / "run").exists()
 
 

@@ -61,17 +61,17 @@ def test_config_records_the_exact_run(trained_run):
 @pytest.mark.parametrize("flag, packed", [(None, True), ("--no-packing", False)])
 def test_batches_are_packed_unless_asked_not_to(cli, tiny_checkpoint, small_train, tmp_path,
                                                 monkeypatch, flag, packed):
-    import recipes.training
+    import keras_cosent.training.builder as builder
 
     made = []
 
-    class RecordingPairBatches(recipes.training.PairBatches):
+    class RecordingPairBatches(builder.PairBatches):
         def __getitem__(self, index):
             x, y = super().__getitem__(index)
             made.append(sorted(x))
             return x, y
 
-    monkeypatch.setattr(recipes.training, "PairBatches", RecordingPairBatches)
+    monkeypatch.setattr(builder, "PairBatches", RecordingPairBatches)
     args = ["train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
             "--batch-size", 8, "--max-length", 16, "--output", tmp_path / "run"]
     result = cli(*args, *([flag] if flag else []))
