@@ -333,3 +333,40 @@ def test_pair_dataset_container():
         PairDataset([["a"], []])
     with pytest.raises(ValueError, match="one label per row"):
         PairDataset([["a"], ["b"]], np.zeros(2))
+
+
+# Characters that str.splitlines() treats as line breaks but that are plain text
+# inside a field here: a reader that split on them would cut sentences and shift
+# every later line number.
+_INNER_BREAKS = ["\u2028", "\u2029", "\x85", "\v", "\f", "\x1c", "\x1d", "\x1e"]
+
+
+@pytest.mark.parametrize("char", _INNER_BREAKS, ids=[f"U+{ord(c):04X}" for c in _INNER_BREAKS])
+def test_unicode_line_breaks_inside_fields_keep_sentences_and_line_numbers(tmp_path, char):
+    s1 = f"one{char}two"
+    # sts-benchmark: the sentence survives whole and the bad row is still line 3.
+    sts = _write(tmp_path, "sts.csv",
+                 f"g\tf\t2012\t1\t3.0\t{s1}\tb\n" + f"g\tf\t2012\t2\t1\tx{char}y\tz\n"
+                 + "g\tf\t2012\t3\tbad\ta\tb\n")
+    with pytest.raises(DataFormatError) as info:
+        read_sts_benchmark(sts)
+    assert info.value.line == 3 and str(info.value).startswith(f"{sts}:3: score 'bad'")
+    ok = _write(tmp_path, "ok.csv", f"g\tf\t2012\t1\t3.0\t{s1}\tb\n")
+    assert read_sts_benchmark(ok).pairs == [(s1, "b")]
+    # pair TSV.
+    tsv = _write(tmp_path, "p.data", f"{s1}\tb\t1\nc\td{char}e\t2\na\tb\tfive\n")
+    with pytest.raises(DataFormatError) as info:
+        read_pair_tsv(tsv)
+    assert info.value.line == 3
+    # text lines: one sentence per line, the inner character included.
+    lines = _write(tmp_path, "l.txt", f"{s1}\nthree\n")
+    assert read_text_lines(lines).columns[0] == [s1, "three"]
+    # TSV columns and JSON lines (a raw U+2028 etc. is legal inside a JSON string).
+    cols = _write(tmp_path, "c.tsv", f"x\ty\n{s1}\tb\na\n")
+    with pytest.raises(DataFormatError) as info:
+        read_columns(cols, text_columns=["x", "y"])
+    assert info.value.line == 3
+    jsonl = _write(tmp_path, "j.jsonl", json.dumps({"x": s1}, ensure_ascii=False) + "\n{bad\n")
+    with pytest.raises(DataFormatError) as info:
+        read_columns(jsonl, text_columns=["x"])
+    assert info.value.line == 2

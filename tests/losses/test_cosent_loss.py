@@ -3,6 +3,7 @@
 import math
 import re
 
+import keras
 import numpy as np
 import pytest
 
@@ -180,3 +181,25 @@ def test_matches_sentence_transformers():
     got = float(keras_cosent.losses.CoSENTLoss(scale=20.0)(labels, pairs))
     np.testing.assert_allclose(got, float(expected), rtol=1e-5)
 
+
+
+@pytest.mark.parametrize("dtype,rtol", [("float32", 1e-5), ("float16", 2e-2), ("bfloat16", 5e-2)])
+def test_many_ties_change_the_value_if_counted(dtype, rtol):
+    # Five label levels, four pairs each: 48 tied ordered pairs whose cosines are
+    # spread so that counting a tie as ordered adds exp(20 * (up to 1.6)) terms,
+    # which dominate the true value. Half and bfloat16 inputs must still agree with
+    # the float64 reference within `rtol` (float16 has ~3 significant digits).
+    rng = np.random.default_rng(7)
+    labels = np.repeat(np.arange(5, dtype="float32"), 4)
+    cosines = np.clip(labels / 5.0 - 0.4 + rng.uniform(-0.4, 0.4, 20), -1, 1)
+    cosines = cosines.astype(dtype if dtype != "bfloat16" else "float32")
+    expected = reference_cosent(labels, cosines.astype("float64"), 20.0)
+    with_ties = math.log1p(
+        sum(math.exp(20 * (float(cosines[b]) - float(cosines[a])))
+            for a in range(20) for b in range(20) if a != b and labels[a] >= labels[b])
+    )
+    assert abs(with_ties - expected) > 1.0  # the input really discriminates
+    y_pred = keras.ops.cast(cosines, dtype)
+    y_true = keras.ops.cast(labels, dtype)
+    got = float(keras.ops.convert_to_numpy(keras.ops.cast(cosent_loss(y_true, y_pred, scale=20.0), "float32")))
+    np.testing.assert_allclose(got, expected, rtol=rtol)
