@@ -37,7 +37,9 @@ PAIRS = (
 )
 
 # The request bodies README_EXPORT.md documents, verbatim in structure.
-ROW_REQUEST = {"instances": ["A man is playing the guitar.", "The red car is in the park."]}
+# Two sentences of different token lengths, so that the columnar request pads one
+# row and `encode_tokens` must honour the client's `padding_mask`.
+ROW_REQUEST = {"instances": ["A man is playing the guitar.", "Dogs run."]}
 
 
 def _columnar_request(batch):
@@ -220,6 +222,8 @@ def test_rest_requests_give_the_documented_responses(served):
     assert predictions.shape == (len(row["instances"]), dim)
     np.testing.assert_allclose(predictions, encoder.encode(row["instances"]), atol=1e-5)
     # Columnar format on encode_tokens: {"outputs": [[dim floats], ...]}.
+    masks = columnar["inputs"]["padding_mask"]
+    assert sum(masks[0]) != sum(masks[1]) and 0 in masks[1], masks  # one row is padded
     assert list(columnar_response) == ["outputs"]
     outputs = np.asarray(columnar_response["outputs"])
     assert outputs.shape == (len(row["instances"]), dim)
