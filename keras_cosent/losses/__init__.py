@@ -21,6 +21,16 @@ from keras_cosent.losses.infonce_loss import InfoNCELoss
 from keras_cosent.losses.infonce_loss import infonce_loss
 from keras_cosent.losses.softmax_loss import SoftmaxLoss
 from keras_cosent.losses.softmax_loss import softmax_loss
+from keras_cosent.losses.margin_ranking_loss import MarginRankingLoss
+from keras_cosent.losses.margin_ranking_loss import margin_ranking_loss
+from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
+from keras_cosent.losses.matryoshka_loss import matryoshka_loss
+from keras_cosent.losses.ntxent_loss import NTXentLoss
+from keras_cosent.losses.ntxent_loss import ntxent_loss
+from keras_cosent.losses.supcon_loss import SupConLoss
+from keras_cosent.losses.supcon_loss import supcon_loss
+from keras_cosent.losses.triplet_loss import TripletLoss
+from keras_cosent.losses.triplet_loss import triplet_loss
 
 _BY_NAME = {
     "cosent": CoSENTLoss,
@@ -29,6 +39,10 @@ _BY_NAME = {
     "angle": AnglELoss,
     "cosine-mse": CosineMSELoss,
     "sbert-softmax": SoftmaxLoss,
+    "ntxent": NTXentLoss,
+    "triplet": TripletLoss,
+    "margin-ranking": MarginRankingLoss,
+    "supcon": SupConLoss,
 }
 
 NAMES = tuple(_BY_NAME)
