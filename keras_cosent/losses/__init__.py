@@ -6,6 +6,9 @@
 - `CosineMSELoss` / `cosine_mse_loss`: Sentence-BERT cosine regression baseline.
 - `SoftmaxLoss` / `softmax_loss`: cross-entropy for the Sentence-BERT
   classifier head `keras_cosent.layers.SoftmaxClassifierHead`.
+- `NTXentLoss`, `TripletLoss` (cosine or euclidean, optional batch-hard mining),
+  `MarginRankingLoss` (hinge or logistic), `SupConLoss` and `MatryoshkaLoss`
+  (any embedding loss over truncated, re-normalised dimensions).
 
 `get(name)` gives the loss class of a training objective (the names
 `keras-cosent train --loss` accepts, from `keras_cosent.training.OBJECTIVES`).
@@ -22,6 +25,16 @@ from keras_cosent.losses.infonce_loss import InfoNCELoss
 from keras_cosent.losses.infonce_loss import infonce_loss
 from keras_cosent.losses.softmax_loss import SoftmaxLoss
 from keras_cosent.losses.softmax_loss import softmax_loss
+from keras_cosent.losses.margin_ranking_loss import MarginRankingLoss
+from keras_cosent.losses.margin_ranking_loss import margin_ranking_loss
+from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
+from keras_cosent.losses.matryoshka_loss import matryoshka_loss
+from keras_cosent.losses.ntxent_loss import NTXentLoss
+from keras_cosent.losses.ntxent_loss import ntxent_loss
+from keras_cosent.losses.supcon_loss import SupConLoss
+from keras_cosent.losses.supcon_loss import supcon_loss
+from keras_cosent.losses.triplet_loss import TripletLoss
+from keras_cosent.losses.triplet_loss import triplet_loss
 
 
 def get(name):

@@ -2,3 +2,4 @@
 
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import pair_cosine
+from keras_cosent.utils.truncation import truncate_embeddings

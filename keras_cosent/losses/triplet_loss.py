@@ -1,0 +1,158 @@
+"""Triplet loss, on given triplets or batch-hard mined from class labels.
+
+`triplet_loss` holds the maths; `TripletLoss` wraps it as a `keras.losses.Loss`.
+"""
+
+import keras
+from keras import ops
+
+from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import check_finite_float
+from keras_cosent.utils.similarity import l2_normalize
+
+DISTANCES = ("cosine", "euclidean")
+MININGS = (None, "batch_hard")
+
+
+def _safe_sqrt(x):
+    # sqrt has an infinite derivative at 0: take it only where x > 0.
+    positive = x > 0
+    return ops.where(positive, ops.sqrt(ops.where(positive, x, ops.ones_like(x))), 0.0)
+
+
+def _pair_distance(a, b, distance):
+    if distance == "cosine":
+        return 1.0 - ops.sum(l2_normalize(a) * l2_normalize(b), axis=-1)
+    return _safe_sqrt(ops.sum(ops.square(a - b), axis=-1))
+
+
+def _distance_matrix(x, distance):
+    if distance == "cosine":
+        z = l2_normalize(x)
+        return 1.0 - ops.matmul(z, ops.transpose(z))
+    diff = x[:, None, :] - x[None, :, :]
+    return _safe_sqrt(ops.sum(ops.square(diff), axis=-1))
+
+
+def triplet_loss(y_true, y_pred, margin=0.5, distance="cosine", mining=None):
+    """Triplet loss: `(batch,)` per row, or a scalar with batch-hard mining.
+
+    See `keras_cosent.losses.TripletLoss` for the arguments.
+    """
+    y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
+    shape = tuple(y_pred.shape)
+    if mining is None:
+        if len(shape) != 3 or (shape[1] is not None and shape[1] != 3):
+            raise ValueError(
+                "`TripletLoss` expects `y_pred` of shape (batch, 3, dim): anchor, "
+                f"positive, negative. Received shape {shape}."
+            )
+        a, p, n = y_pred[:, 0, :], y_pred[:, 1, :], y_pred[:, 2, :]
+        return ops.relu(
+            _pair_distance(a, p, distance) - _pair_distance(a, n, distance) + margin
+        )
+    if len(shape) != 2:
+        raise ValueError(
+            "`TripletLoss(mining='batch_hard')` expects `y_pred` of shape "
+            f"(batch, dim) with class labels in `y_true`. Received shape {shape}."
+        )
+    labels = ops.reshape(y_true, (-1,))
+    d = _distance_matrix(y_pred, distance)
+    count = ops.shape(d)[0]
+    ids = ops.arange(count)
+    not_self = ids[:, None] != ids[None, :]
+    same = labels[:, None] == labels[None, :]
+    pos = ops.logical_and(same, not_self)
+    neg = ops.logical_not(same)
+    hardest_pos = ops.max(ops.where(pos, d, ops.full_like(d, float("-inf"))), axis=-1)
+    nearest_neg = ops.min(ops.where(neg, d, ops.full_like(d, float("inf"))), axis=-1)
+    valid = ops.logical_and(ops.any(pos, axis=-1), ops.any(neg, axis=-1))
+    per = ops.relu(
+        ops.where(valid, hardest_pos, 0.0) - ops.where(valid, nearest_neg, 0.0) + margin
+    )
+    per = ops.where(valid, per, 0.0)
+    return ops.sum(per) / ops.maximum(ops.sum(ops.cast(valid, "float32")), 1.0)
+
+
+@keras_cosent_export
+class TripletLoss(keras.losses.Loss):
+    """Triplet loss: the anchor must be nearer its positive than its negative.
+
+    With `mining=None`, `y_pred` is `(batch, 3, dim)` (anchor, positive,
+    negative) and each row's loss is `max(0, d(a, p) - d(a, n) + margin)`;
+    `y_true` is ignored. With `mining="batch_hard"`, `y_pred` is
+    `(batch, dim)`, `y_true` holds integer class labels, and each anchor uses
+    its farthest positive (same label, other row) and nearest negative (other
+    label) in the batch. Anchors with no positive or no negative in the batch
+    are excluded; the result is the mean over the remaining anchors (a
+    scalar), 0 if there are none.
+
+    `distance="cosine"` is `1 - cos`; `"euclidean"` is the L2 distance of the
+    raw (not normalised) embeddings, with a zero gradient at distance 0.
+
+    Args:
+        margin: finite float >= 0. Defaults to 0.5.
+        distance: `"cosine"` or `"euclidean"`.
+        mining: `None` or `"batch_hard"`.
+        name: name of the loss instance.
+        reduction: Keras reduction.
+
+    Inputs:
+        y_true: ignored (`mining=None`) or class labels `(batch,)`.
+        y_pred: `(batch, 3, dim)` or, batch-hard, `(batch, dim)`.
+
+    Returns:
+        Float32 `(batch,)` losses, or a scalar with `mining="batch_hard"`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras_cosent
+    >>> loss = keras_cosent.losses.TripletLoss(margin=0.5)
+    >>> a = np.eye(2, 4, dtype="float32")
+    >>> float(loss(np.zeros(2), np.stack([a, a, -a], axis=1)))
+    0.0
+
+    Reference:
+        Schroff et al., "FaceNet" (2015), https://arxiv.org/abs/1503.03832 ;
+        Hermans et al., "In Defense of the Triplet Loss" (2017),
+        https://arxiv.org/abs/1703.07737
+    """
+
+    def __init__(
+        self,
+        margin=0.5,
+        distance="cosine",
+        mining=None,
+        name="triplet_loss",
+        reduction="sum_over_batch_size",
+    ):
+        super().__init__(name=name, reduction=reduction)
+        self.margin = check_finite_float("margin", margin)
+        if self.margin < 0:
+            raise ValueError(
+                f"`margin` should be a float >= 0. Received: `margin`={margin!r}"
+            )
+        if distance not in DISTANCES:
+            raise ValueError(
+                f"`distance` should be one of {DISTANCES}. "
+                f"Received: `distance`={distance!r}"
+            )
+        if mining not in MININGS:
+            raise ValueError(
+                f"`mining` should be one of {MININGS}. Received: `mining`={mining!r}"
+            )
+        self.distance = distance
+        self.mining = mining
+
+    def call(self, y_true, y_pred):
+        return triplet_loss(
+            y_true, y_pred, margin=self.margin, distance=self.distance, mining=self.mining
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"margin": self.margin, "distance": self.distance, "mining": self.mining}
+        )
+        return config

@@ -1,0 +1,62 @@
+import keras
+import numpy as np
+import pytest
+
+import keras_cosent
+from tests.losses import helpers
+from tests.losses.test_supcon_loss import reference as supcon_reference
+
+
+def test_matches_weighted_sum_of_reference():
+    x = np.random.default_rng(0).normal(size=(6, 8))
+    y = np.array([0, 1, 0, 1, 2, 2])
+    loss = keras_cosent.losses.MatryoshkaLoss(
+        keras_cosent.losses.SupConLoss(temperature=0.1), dims=(8, 4, 2), weights=(1.0, 0.5, 0.25)
+    )
+    expected = sum(w * supcon_reference(y, x[:, :d], 0.1) for d, w in zip((8, 4, 2), (1.0, 0.5, 0.25)))
+    np.testing.assert_allclose(float(loss(y, x.astype("float32"))), expected, rtol=1e-5)
+
+
+def test_truncate_embeddings():
+    x = np.random.default_rng(1).normal(size=(3, 6)).astype("float32")
+    got = np.asarray(keras.ops.convert_to_numpy(keras_cosent.utils.truncate_embeddings(x, 4)))
+    ref = x[:, :4] / np.linalg.norm(x[:, :4], axis=1, keepdims=True)
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+    with pytest.raises(ValueError, match="dim"):
+        keras_cosent.utils.truncate_embeddings(x, 7)
+    with pytest.raises(ValueError, match="dim"):
+        keras_cosent.utils.truncate_embeddings(x, 0)
+
+
+def test_validation():
+    inner = keras_cosent.losses.NTXentLoss()
+    with pytest.raises(ValueError, match="dims"):
+        keras_cosent.losses.MatryoshkaLoss(inner, dims=(4, 0))
+    with pytest.raises(ValueError, match="weights"):
+        keras_cosent.losses.MatryoshkaLoss(inner, dims=(4, 2), weights=(1.0,))
+    with pytest.raises(ValueError, match="loss"):
+        keras_cosent.losses.MatryoshkaLoss("ntxent", dims=(4,))
+    loss = keras_cosent.losses.MatryoshkaLoss(inner, dims=(16, 4))
+    with pytest.raises(ValueError, match="16"):
+        loss(np.zeros(2), np.ones((2, 2, 8), "float32"))
+
+
+def test_serialization_round_trip_with_inner_loss():
+    loss = keras_cosent.losses.MatryoshkaLoss(
+        keras_cosent.losses.TripletLoss(margin=0.3), dims=(8, 4), weights=(1.0, 2.0)
+    )
+    restored = keras.losses.deserialize(keras.losses.serialize(loss))
+    assert isinstance(restored.loss, keras_cosent.losses.TripletLoss)
+    assert restored.loss.margin == 0.3
+    assert restored.get_config() == loss.get_config()
+    x = np.random.default_rng(2).normal(size=(4, 3, 8)).astype("float32")
+    np.testing.assert_allclose(float(restored(np.zeros(4), x)), float(loss(np.zeros(4), x)), rtol=1e-6)
+
+
+def test_finite_at_extremes_and_fit_step():
+    a = np.eye(2, 4, dtype="float32")
+    loss = keras_cosent.losses.MatryoshkaLoss(keras_cosent.losses.NTXentLoss(temperature=1e-3), dims=(4, 2))
+    helpers.assert_finite_value_and_grad(lambda y: loss(np.zeros(2), y), np.stack([a, -a], axis=1))
+    x = np.random.default_rng(3).normal(size=(8, 6)).astype("float32")
+    losses = helpers.fit_history(helpers.embedding_model(2, 4), loss, x, np.zeros(8), epochs=2)
+    assert np.all(np.isfinite(losses))
