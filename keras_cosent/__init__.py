@@ -29,3 +29,4 @@ from keras_cosent import losses
 from keras_cosent import metrics
 from keras_cosent import models
 from keras_cosent import utils
+from keras_cosent import retrieval
