@@ -34,3 +34,4 @@ from keras_cosent import optimizers
 from keras_cosent import runtime
 from keras_cosent import training
 from keras_cosent import utils
+from keras_cosent import retrieval

@@ -1,0 +1,202 @@
+"""Retrieval data in the BEIR layout, and (query, positive, negatives...) JSON lines.
+
+A BEIR folder holds `corpus.jsonl` (`_id`, `title`, `text`), `queries.jsonl`
+(`_id`, `text`) and `qrels/<split>.tsv` (header `query-id corpus-id score`).
+As BEIR's evaluation does, a document's text is `title + " " + text` when the
+title is non-empty, else `text`.
+"""
+
+import dataclasses
+import json
+import os
+import warnings
+
+from keras_cosent.data.data_format_error import DataFormatError
+from keras_cosent.data.pair_dataset import PairDataset
+
+
+@dataclasses.dataclass
+class RetrievalDataset:
+    """Corpus, queries and relevance judgements of one retrieval split.
+
+    Args:
+        corpus: `{doc_id: text}` (titles already joined).
+        queries: `{query_id: text}`, only queries with a relevant document.
+        qrels: `{query_id: {doc_id: int relevance}}`.
+        source: the folder.
+        skipped: ids of judged queries skipped for having no relevant document.
+    """
+
+    corpus: dict
+    queries: dict
+    qrels: dict
+    source: str = ""
+    skipped: list = dataclasses.field(default_factory=list)
+
+    @property
+    def corpus_ids(self):
+        return list(self.corpus)
+
+    @property
+    def query_ids(self):
+        return list(self.queries)
+
+
+def _read_jsonl(path, fields):
+    rows = {}
+    with open(path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataFormatError(path, line_number, f"malformed JSON: {error.msg}") from None
+            if not isinstance(row, dict):
+                raise DataFormatError(path, line_number, f"expected a JSON object, got {row!r:.60}")
+            if "_id" not in row or str(row["_id"]).strip() == "":
+                raise DataFormatError(path, line_number, "missing or empty `_id`")
+            doc_id = str(row["_id"])
+            if doc_id in rows:
+                raise DataFormatError(path, line_number, f"duplicate `_id` {doc_id!r}")
+            values = []
+            for field in fields:
+                value = row.get(field, "")
+                if value is None:
+                    value = ""
+                if not isinstance(value, str):
+                    raise DataFormatError(
+                        path, line_number, f"`{field}` should be a string, got {value!r:.60}"
+                    )
+                values.append(value)
+            rows[doc_id] = values
+    if not rows:
+        raise DataFormatError(path, None, "no rows")
+    return rows
+
+
+def read_beir(folder, split="test"):
+    """Reads a BEIR-layout folder into a `RetrievalDataset`.
+
+    Raises `DataFormatError` naming file and line for malformed JSON, a missing
+    or duplicate `_id`, a wrong qrels header, an unknown id in qrels or a
+    non-integer score. Judged queries with no document of score >= 1 are
+    skipped, listed in `skipped` and reported with a warning.
+
+    Example:
+
+    >>> from keras_cosent.data import read_beir
+    >>> ds = read_beir("/work/shared/data/retrieval/stsb-en-dev", "dev")  # doctest: +SKIP
+    >>> len(ds.queries), len(ds.corpus)  # doctest: +SKIP
+    (262, 1467)
+    """
+    folder = os.fspath(folder)
+    corpus_path = os.path.join(folder, "corpus.jsonl")
+    queries_path = os.path.join(folder, "queries.jsonl")
+    qrels_path = os.path.join(folder, "qrels", f"{split}.tsv")
+    for path in (corpus_path, queries_path, qrels_path):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"BEIR folder {folder!r} has no {os.path.relpath(path, folder)}")
+    corpus = {
+        d: (f"{title} {text}" if title.strip() else text)
+        for d, (title, text) in _read_jsonl(corpus_path, ("title", "text")).items()
+    }
+    all_queries = {q: text for q, (text,) in _read_jsonl(queries_path, ("text",)).items()}
+    qrels = {}
+    with open(qrels_path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            fields = line.rstrip("\n").rstrip("\r").split("\t")
+            if line_number == 1:
+                if [x.strip() for x in fields] != ["query-id", "corpus-id", "score"]:
+                    raise DataFormatError(
+                        qrels_path, 1, f"header should be 'query-id\\tcorpus-id\\tscore', got {line.strip()!r}"
+                    )
+                continue
+            if not line.strip():
+                continue
+            if len(fields) != 3:
+                raise DataFormatError(
+                    qrels_path, line_number, f"expected 3 tab-separated fields, got {len(fields)}"
+                )
+            qid, did, score = (x.strip() for x in fields)
+            if qid not in all_queries:
+                raise DataFormatError(qrels_path, line_number, f"unknown query id {qid!r}")
+            if did not in corpus:
+                raise DataFormatError(qrels_path, line_number, f"unknown corpus id {did!r}")
+            try:
+                value = int(score)
+            except ValueError:
+                raise DataFormatError(
+                    qrels_path, line_number, f"score {score!r} is not an integer"
+                ) from None
+            judged = qrels.setdefault(qid, {})
+            if did in judged:
+                raise DataFormatError(
+                    qrels_path, line_number, f"duplicate judgement of ({qid!r}, {did!r})"
+                )
+            judged[did] = value
+    skipped = [q for q, judged in qrels.items() if not any(s >= 1 for s in judged.values())]
+    if skipped:
+        warnings.warn(
+            f"{qrels_path}: {len(skipped)} judged queries have no relevant document and are "
+            f"skipped (first: {skipped[:5]})",
+            stacklevel=2,
+        )
+    for q in skipped:
+        del qrels[q]
+    queries = {q: all_queries[q] for q in qrels}
+    return RetrievalDataset(corpus, queries, qrels, source=folder, skipped=skipped)
+
+
+def write_retrieval_triplets(rows, path):
+    """Writes rows `[query, positive, negative...]` as JSON lines
+    `{"query", "positive", "negatives": [...]}`."""
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            if len(row) < 2:
+                raise ValueError(f"A row needs at least a query and a positive. Received: {row!r}")
+            record = {"query": row[0], "positive": row[1], "negatives": list(row[2:])}
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def read_retrieval_triplets(path, num_negatives=None):
+    """Reads JSON lines written by `write_retrieval_triplets` into a `PairDataset`
+    of columns `[queries, positives, negative_1, ...]`.
+
+    Every row must have the same number of negatives unless `num_negatives` is
+    given: then rows are cut to that many and rows with fewer are skipped
+    (counted in `skipped`).
+    """
+    rows, skipped = [], 0
+    with open(path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataFormatError(path, line_number, f"malformed JSON: {error.msg}") from None
+            if not isinstance(record, dict):
+                raise DataFormatError(path, line_number, f"expected a JSON object, got {record!r:.60}")
+            for key in ("query", "positive"):
+                if not isinstance(record.get(key), str):
+                    raise DataFormatError(path, line_number, f"`{key}` missing or not a string")
+            negatives = record.get("negatives", [])
+            if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
+                raise DataFormatError(path, line_number, "`negatives` should be a list of strings")
+            if num_negatives is not None:
+                if len(negatives) < num_negatives:
+                    skipped += 1
+                    continue
+                negatives = negatives[:num_negatives]
+            elif rows and len(negatives) != len(rows[0]) - 2:
+                raise DataFormatError(
+                    path,
+                    line_number,
+                    f"{len(negatives)} negatives where earlier rows have {len(rows[0]) - 2}; "
+                    "pass num_negatives= to cut rows to one length",
+                )
+            rows.append([record["query"], record["positive"]] + negatives)
+    if not rows:
+        raise DataFormatError(path, None, "no rows")
+    return PairDataset([list(c) for c in zip(*rows)], None, str(path), skipped=skipped)

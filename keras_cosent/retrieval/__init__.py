@@ -1,0 +1,7 @@
+"""keras_cosent.retrieval: exact chunked search, TREC-equal metrics, hard-negative mining."""
+
+from keras_cosent.retrieval.search import top_k
+from keras_cosent.retrieval.metrics import retrieval_metrics
+from keras_cosent.retrieval.metrics import run_from_top_k
+from keras_cosent.retrieval.metrics import v_measure
+from keras_cosent.retrieval.mining import mine_hard_negatives

@@ -1,0 +1,144 @@
+"""Corpus-level retrieval metrics equal to trec_eval (checked against `pytrec_eval`).
+
+Why not keras-rs' ranking metrics: those are batched per-list Keras metrics over
+a fixed-size score matrix (one row per list, labels aligned to the scores); they
+neither take a run of a query over a whole corpus with qrels naming documents
+that may lie outside the retrieved list (Recall and nDCG's ideal DCG need every
+judged document), nor follow trec_eval's tie order. These pure functions do.
+
+Definitions (trec_eval): documents of a query are ranked by score descending,
+ties by document id descending (string order); a document is relevant when its
+qrel score is >= 1; with `R` the relevant documents of the query:
+
+- `ndcg@k` (`ndcg_cut_k`): sum of `gain / log2(rank + 1)` over the top k, gain
+  = qrel score, divided by the same sum over the ideal (qrels sorted) ranking;
+- `precision@k` (`P_k`): relevant in the top k divided by k (always by k);
+- `recall@k` (`recall_k`): relevant in the top k divided by `|R|`;
+- `map@k` (`map_cut_k`): sum of precision at each relevant rank <= k, by `|R|`;
+- `mrr@k`: 1 / rank of the first relevant document within the top k, else 0;
+- `accuracy@k` (`success_k`): 1 when a relevant document is in the top k.
+
+Each is averaged over the queries of `qrels` that have at least one relevant
+document (trec_eval's averaging over judged queries; a judged query missing
+from the run counts 0).
+"""
+
+import math
+
+import numpy as np
+
+METRICS = ("ndcg", "mrr", "recall", "precision", "map", "accuracy")
+
+
+def run_from_top_k(query_ids, corpus_ids, scores, indices):
+    """Turns `top_k`'s `(scores, indices)` into a run `{query_id: {doc_id: score}}`."""
+    scores = np.asarray(scores)
+    indices = np.asarray(indices)
+    return {
+        str(qid): {str(corpus_ids[j]): float(s) for s, j in zip(row_s, row_i)}
+        for qid, row_s, row_i in zip(query_ids, scores, indices)
+    }
+
+
+def _ranked(docs):
+    # trec_eval: score descending, then document id descending.
+    return [d for d, _ in sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)]
+
+
+def query_metrics(ranking, judgements, k):
+    """Metrics at cutoff k for one query: `ranking` is a list of doc ids in rank order."""
+    relevant = {d: r for d, r in judgements.items() if r >= 1}
+    num_rel = len(relevant)
+    if num_rel == 0:
+        return None
+    top = ranking[:k]
+    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(top))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    hits = 0
+    precision_sum = 0.0
+    first = None
+    for i, d in enumerate(top):
+        if d in relevant:
+            hits += 1
+            precision_sum += hits / (i + 1)
+            if first is None:
+                first = i + 1
+    return {
+        "ndcg": dcg / idcg if idcg > 0 else 0.0,
+        "mrr": 1.0 / first if first else 0.0,
+        "recall": hits / num_rel,
+        "precision": hits / k,
+        "map": precision_sum / num_rel,
+        "accuracy": 1.0 if hits else 0.0,
+    }
+
+
+def retrieval_metrics(run, qrels, k_values=(1, 3, 5, 10, 100), metrics=METRICS, per_query=False):
+    """Mean retrieval metrics of a run against qrels, as trec_eval computes them.
+
+    Args:
+        run: `{query_id: {doc_id: score}}` (e.g. from `run_from_top_k`).
+        qrels: `{query_id: {doc_id: int relevance}}`; graded relevance allowed.
+        k_values: cutoffs.
+        metrics: names among `ndcg, mrr, recall, precision, map, accuracy`.
+        per_query: also return `{query_id: {key: value}}`.
+
+    Returns:
+        `{"ndcg@10": float, ...}` (and the per-query dict when `per_query`).
+
+    Example:
+
+    >>> from keras_cosent.retrieval import retrieval_metrics
+    >>> out = retrieval_metrics({"q": {"a": 0.9, "b": 0.5}}, {"q": {"b": 1}}, k_values=[1, 2])
+    >>> out["mrr@2"], out["recall@1"]
+    (0.5, 0.0)
+    """
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"Unknown metric(s) {unknown}; expected names among {METRICS}.")
+    k_values = [int(k) for k in k_values]
+    if any(k < 1 for k in k_values):
+        raise ValueError(f"`k_values` should be positive integers. Received: {k_values}")
+    totals = {f"{m}@{k}": 0.0 for m in metrics for k in k_values}
+    per = {}
+    count = 0
+    for qid, judgements in qrels.items():
+        ranking = _ranked(run.get(qid, {}))
+        row = {}
+        for k in k_values:
+            values = query_metrics(ranking, judgements, k)
+            if values is None:
+                break
+            for m in metrics:
+                row[f"{m}@{k}"] = values[m]
+        if not row:
+            continue
+        count += 1
+        per[qid] = row
+        for key, value in row.items():
+            totals[key] += value
+    means = {key: (value / count if count else 0.0) for key, value in totals.items()}
+    return (means, per) if per_query else means
+
+
+def v_measure(embeddings, labels, num_clusters=None, seed=0, batch_size=None):
+    """V-measure of k-means clusters of `embeddings` against `labels` (as MTEB).
+
+    Uses scikit-learn's `KMeans` (n_init=10, seeded) and `v_measure_score`;
+    `num_clusters` defaults to the number of distinct labels.
+    """
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import v_measure_score
+
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    labels = np.asarray(labels)
+    if embeddings.ndim != 2 or embeddings.shape[0] != labels.shape[0]:
+        raise ValueError(
+            "`embeddings` should be (n, dim) with one label each. Received shapes "
+            f"{embeddings.shape} and {labels.shape}."
+        )
+    if num_clusters is None:
+        num_clusters = len(np.unique(labels))
+    clusters = KMeans(n_clusters=num_clusters, n_init=10, random_state=seed).fit_predict(embeddings)
+    return float(v_measure_score(labels, clusters))

@@ -1,0 +1,149 @@
+"""Hard-negative mining for (query, positive, negatives...) training rows.
+
+Semantics (close to sentence-transformers' `mine_hard_negatives`, whose
+`absolute_margin` / `relative_margin` these follow): for each (query, positive)
+the corpus is searched exactly in chunks (`keras_cosent.retrieval.top_k`, memory
+bounded) for the `range_max` best candidates by cosine; every known positive of
+the query is removed; the rank window `[range_min, range_max)` of what remains
+is kept; a candidate is then dropped when `score > positive_score - margin`
+(absolute margin) or `score > positive_score * (1 - relative_margin)` (relative
+margin), because the nearest neighbours above the positive are often unlabelled
+positives. From the survivors `num_negatives` are taken, the best ones
+(`sampling="top"`) or a seeded random draw in rank order (`sampling="random"`).
+"""
+
+import numpy as np
+
+from keras_cosent.retrieval.search import _normalize
+from keras_cosent.retrieval.search import top_k
+
+
+def _as_ids_and_texts(items, what):
+    if isinstance(items, dict):
+        return [str(i) for i in items], [str(t) for t in items.values()]
+    items = [str(t) for t in items]
+    return [str(i) for i in range(len(items))], items
+
+
+def mine_hard_negatives(
+    queries,
+    corpus,
+    positives,
+    encoder=None,
+    query_embeddings=None,
+    corpus_embeddings=None,
+    num_negatives=3,
+    range_min=0,
+    range_max=50,
+    margin=None,
+    relative_margin=None,
+    sampling="top",
+    seed=0,
+    batch_size=32,
+    chunk_size=16384,
+    use_faiss=False,
+):
+    """Mines hard negatives; returns `(rows, report)`.
+
+    Args:
+        queries: `{query_id: text}` or a list of texts (ids are their positions).
+        corpus: `{doc_id: text}` or a list of texts.
+        positives: qrels `{query_id: {doc_id: score}}` (score >= 1 is a positive)
+            or, for lists, one list of positive corpus indices per query.
+        encoder: object with `encode(texts, batch_size=...)`; not needed when
+            both `query_embeddings` and `corpus_embeddings` are given.
+        num_negatives: negatives per row.
+        range_min, range_max: rank window (0-based, known positives removed).
+        margin: absolute margin below the positive's score, or `None`.
+        relative_margin: relative margin in [0, 1), or `None`.
+        sampling: `"top"` or `"random"` (seeded by `seed`).
+
+    Returns:
+        `rows`: lists `[query, positive, negative_1, ...]`, one per (query,
+        positive), writable with `keras_cosent.data.write_retrieval_triplets`;
+        `report`: dict with `rows`, `short_rows` (rows with fewer negatives than
+        asked), `short_queries` and `num_negatives`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_cosent.retrieval import mine_hard_negatives
+    >>> rows, report = mine_hard_negatives(
+    ...     ["q"], ["pos", "near", "far"], [[0]],
+    ...     query_embeddings=np.array([[1.0, 0.0]]),
+    ...     corpus_embeddings=np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]]),
+    ...     num_negatives=1)
+    >>> rows
+    [['q', 'pos', 'near']]
+    """
+    if sampling not in ("top", "random"):
+        raise ValueError(f"`sampling` should be 'top' or 'random'. Received: {sampling!r}")
+    if not 0 <= int(range_min) < int(range_max):
+        raise ValueError(
+            f"Expected 0 <= range_min < range_max. Received: range_min={range_min}, "
+            f"range_max={range_max}"
+        )
+    if int(num_negatives) < 1:
+        raise ValueError(f"`num_negatives` should be >= 1. Received: {num_negatives}")
+    if relative_margin is not None and not 0 <= relative_margin < 1:
+        raise ValueError(f"`relative_margin` should be in [0, 1). Received: {relative_margin}")
+    query_ids, query_texts = _as_ids_and_texts(queries, "queries")
+    doc_ids, doc_texts = _as_ids_and_texts(corpus, "corpus")
+    doc_index = {d: i for i, d in enumerate(doc_ids)}
+    if isinstance(positives, dict):
+        positive_index = []
+        for qid in query_ids:
+            judged = positives.get(qid, {})
+            missing = [d for d in judged if d not in doc_index]
+            if missing:
+                raise ValueError(f"qrels of query {qid!r} name unknown documents {missing[:5]}")
+            positive_index.append([doc_index[d] for d, s in judged.items() if s >= 1])
+    else:
+        positive_index = [[int(j) for j in p] for p in positives]
+        if len(positive_index) != len(query_ids):
+            raise ValueError(
+                f"`positives` should have one list per query ({len(query_ids)}). "
+                f"Received {len(positive_index)}."
+            )
+    if query_embeddings is None or corpus_embeddings is None:
+        if encoder is None:
+            raise ValueError("Pass `encoder=` or both `query_embeddings` and `corpus_embeddings`.")
+        if query_embeddings is None:
+            query_embeddings = encoder.encode(query_texts, batch_size=batch_size)
+        if corpus_embeddings is None:
+            corpus_embeddings = encoder.encode(doc_texts, batch_size=batch_size)
+    q = _normalize(query_embeddings)
+    c = _normalize(corpus_embeddings)
+    max_pos = max((len(p) for p in positive_index), default=0)
+    k = min(int(range_max) + max_pos, c.shape[0])
+    scores, indices = top_k(q, c, k, chunk_size=chunk_size, normalize=False, use_faiss=use_faiss)
+    rng = np.random.default_rng(seed)
+    rows, short_rows, short_queries = [], 0, set()
+    for qi, pos in enumerate(positive_index):
+        pos_set = set(pos)
+        candidates = [
+            (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in pos_set
+        ][int(range_min) : int(range_max)]
+        for p in pos:
+            pos_score = float(q[qi] @ c[p])
+            kept = [
+                j
+                for s, j in candidates
+                if (margin is None or s <= pos_score - margin)
+                and (relative_margin is None or s <= pos_score * (1 - relative_margin))
+            ]
+            if sampling == "random" and len(kept) > num_negatives:
+                chosen = np.sort(rng.choice(len(kept), size=num_negatives, replace=False))
+                kept = [kept[i] for i in chosen]
+            kept = kept[:num_negatives]
+            if len(kept) < num_negatives:
+                short_rows += 1
+                short_queries.add(query_ids[qi])
+            rows.append([query_texts[qi], doc_texts[p]] + [doc_texts[j] for j in kept])
+    report = {
+        "rows": len(rows),
+        "short_rows": short_rows,
+        "short_queries": len(short_queries),
+        "num_negatives": int(num_negatives),
+    }
+    return rows, report

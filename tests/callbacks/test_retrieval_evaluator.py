@@ -1,0 +1,92 @@
+"""RetrievalEvaluator with a tiny BertBackbone SentenceEncoder, against pytrec_eval."""
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+import keras_cosent
+from keras_cosent.callbacks import RetrievalEvaluator
+from keras_cosent.data import RetrievalDataset
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog", "ran",
+         "a", "mat", "on", "red", "car"]
+WORDS = VOCAB[5:]
+
+
+def tiny_encoder():
+    keras.utils.set_random_seed(0)
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(VOCAB), num_layers=1, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, max_sequence_length=16)
+    return keras_cosent.models.SentenceEncoder(backbone, tokenizer, max_length=16)
+
+
+def data(seed=0):
+    rng = np.random.default_rng(seed)
+    corpus = {f"d{i}": " ".join(rng.choice(WORDS, size=4)) for i in range(30)}
+    queries = {f"q{i}": " ".join(rng.choice(WORDS, size=3)) for i in range(8)}
+    qrels = {q: {f"d{j}": int(rng.integers(1, 3)) for j in rng.choice(30, 2, replace=False)}
+             for q in queries}
+    return queries, corpus, qrels
+
+
+class Holder(keras.Model):
+    """A model with an `encoder` attribute, trained on a dummy task."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.dense(x)
+
+
+def reference(encoder, queries, corpus, qrels):
+    q = np.asarray(encoder.encode(list(queries.values())))
+    c = np.asarray(encoder.encode(list(corpus.values())))
+    q = q / np.linalg.norm(q, axis=1, keepdims=True)
+    c = c / np.linalg.norm(c, axis=1, keepdims=True)
+    s = q @ c.T
+    ids = list(corpus)
+    run = {qid: {ids[j]: float(s[i, j]) for j in range(len(ids))}
+           for i, qid in enumerate(queries)}
+    per = pytrec_eval.RelevanceEvaluator(
+        qrels, {"ndcg_cut.10", "recall.10", "map_cut.100"}).evaluate(run)
+    mean = lambda key: float(np.mean([v[key] for v in per.values()]))  # noqa: E731
+    return {"ndcg@10": mean("ndcg_cut_10"), "recall@10": mean("recall_10"),
+            "map@100": mean("map_cut_100")}
+
+
+def test_logs_keys_each_epoch_and_early_stopping():
+    encoder = tiny_encoder()
+    queries, corpus, qrels = data()
+    evaluator = RetrievalEvaluator(queries, corpus, qrels, chunk_size=7)
+    model = Holder(encoder)
+    model.compile(optimizer="sgd", loss="mse")
+    stop = keras.callbacks.EarlyStopping(monitor="ir_dev_ndcg@10", mode="max", patience=5)
+    history = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=2, verbose=0,
+                        callbacks=[evaluator, stop])
+    for key in ("ir_dev_ndcg@10", "ir_dev_mrr@10", "ir_dev_recall@10", "ir_dev_map@100"):
+        assert len(history.history[key]) == 2
+    ref = reference(encoder, queries, corpus, qrels)
+    # The encoder is not trained by this dummy task, so the last epoch's values are its.
+    # (Ties in cosine are unlikely with random float weights; trec_eval ranks the full run.)
+    for key, value in ref.items():
+        assert history.history[f"ir_dev_{key}"][-1] == pytest.approx(value, abs=1e-5)
+
+
+def test_from_dataset_with_explicit_encoder_and_errors():
+    queries, corpus, qrels = data(1)
+    evaluator = RetrievalEvaluator.from_dataset(
+        RetrievalDataset(corpus, queries, qrels), name="ir_test", encoder=tiny_encoder())
+    out = evaluator.evaluate()
+    assert 0.0 <= out["ndcg@10"] <= 1.0 and "map@100" in out
+    with pytest.raises(ValueError, match="no encoder"):
+        RetrievalEvaluator(queries, corpus, qrels).evaluate()
+    with pytest.raises(ValueError, match="has a relevant document"):
+        RetrievalEvaluator(queries, corpus, {"q0": {"d1": 0}})

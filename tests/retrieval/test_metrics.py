@@ -1,0 +1,114 @@
+"""Retrieval metrics against pytrec_eval (trec_eval) on random runs with ties and graded qrels."""
+
+import numpy as np
+import pytest
+
+from keras_cosent.retrieval import retrieval_metrics
+from keras_cosent.retrieval import run_from_top_k
+from keras_cosent.retrieval import top_k
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+K_VALUES = (1, 3, 5, 10, 20)
+
+
+def random_run_and_qrels(seed, num_queries=40, num_docs=60):
+    rng = np.random.default_rng(seed)
+    run, qrels = {}, {}
+    for q in range(num_queries):
+        qid = f"q{q}"
+        retrieved = rng.choice(num_docs, size=rng.integers(1, 30), replace=False)
+        # Few distinct scores: many ties.
+        run[qid] = {f"d{d}": float(rng.integers(0, 5)) / 4 for d in retrieved}
+        judged = rng.choice(num_docs, size=rng.integers(1, 12), replace=False)
+        qrels[qid] = {f"d{d}": int(rng.integers(0, 4)) for d in judged}
+        if q == 0:
+            qrels[qid] = {f"d{d}": 0 for d in judged}  # no relevant document
+    qrels["q_missing_from_run"] = {"d1": 2}
+    return run, qrels
+
+
+def reference(run, qrels):
+    measures = {"ndcg_cut", "P", "recall", "map_cut", "success", "recip_rank"}
+    cuts = ",".join(str(k) for k in K_VALUES)
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, {f"ndcg_cut.{cuts}", f"P.{cuts}", f"recall.{cuts}", f"map_cut.{cuts}",
+                f"success.{cuts}"}
+    )
+    per_query = evaluator.evaluate(run)
+    del measures
+    # MRR@k: trec_eval's recip_rank on the run cut to the first k in trec_eval order.
+    for k in K_VALUES:
+        cut = {
+            q: dict(sorted(docs.items(), key=lambda i: (i[1], i[0]), reverse=True)[:k])
+            for q, docs in run.items()
+        }
+        rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(cut)
+        for q in per_query:
+            per_query[q][f"mrr@{k}"] = rr.get(q, {}).get("recip_rank", 0.0)
+    return per_query
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_equal_to_pytrec_eval(seed):
+    run, qrels = random_run_and_qrels(seed)
+    ours, ours_per_query = retrieval_metrics(run, qrels, K_VALUES, per_query=True)
+    ref = reference(run, qrels)
+    # Queries with no relevant document: trec_eval scores them 0 but we leave them out,
+    # as read_beir and the evaluator do; the missing-from-run query counts 0 in both.
+    valid = [q for q in qrels if any(s >= 1 for s in qrels[q].values())]
+    assert "q0" not in ours_per_query
+    names = {"ndcg": "ndcg_cut_{}", "precision": "P_{}", "recall": "recall_{}",
+             "map": "map_cut_{}", "accuracy": "success_{}", "mrr": "mrr@{}"}
+    for metric, ref_name in names.items():
+        for k in K_VALUES:
+            expected = [ref.get(q, {}).get(ref_name.format(k), 0.0) for q in valid]
+            got = [ours_per_query[q][f"{metric}@{k}"] for q in valid]
+            np.testing.assert_allclose(got, expected, atol=1e-12, err_msg=f"{metric}@{k}")
+            assert ours[f"{metric}@{k}"] == pytest.approx(np.mean(expected), abs=1e-12)
+
+
+def test_trec_tie_order_is_doc_id_descending():
+    # Equal scores: trec_eval ranks "b" before "a", so only b counts at k=1.
+    run = {"q": {"a": 1.0, "b": 1.0}}
+    ref = pytrec_eval.RelevanceEvaluator({"q": {"a": 1}}, {"P.1"}).evaluate(run)["q"]["P_1"]
+    assert retrieval_metrics(run, {"q": {"a": 1}}, [1])["precision@1"] == ref == 0.0
+
+
+def test_from_top_k_equal_to_pytrec_eval_on_full_ranking():
+    rng = np.random.default_rng(3)
+    queries, corpus = rng.normal(size=(15, 6)), rng.normal(size=(50, 6))
+    corpus_ids = [f"d{i:02d}" for i in range(50)]
+    query_ids = [f"q{i}" for i in range(15)]
+    qrels = {q: {corpus_ids[j]: int(rng.integers(1, 4)) for j in rng.choice(50, 3, replace=False)}
+             for q in query_ids}
+    scores, indices = top_k(queries, corpus, k=50)
+    run = run_from_top_k(query_ids, corpus_ids, scores, indices)
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.10", "map_cut.100"}).evaluate(run)
+    ours = retrieval_metrics(run, qrels, [10, 100])
+    assert ours["ndcg@10"] == pytest.approx(np.mean([r["ndcg_cut_10"] for r in ref.values()]), abs=1e-12)
+    assert ours["recall@10"] == pytest.approx(np.mean([r["recall_10"] for r in ref.values()]), abs=1e-12)
+    assert ours["map@100"] == pytest.approx(np.mean([r["map_cut_100"] for r in ref.values()]), abs=1e-12)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="Unknown metric"):
+        retrieval_metrics({}, {}, metrics=["bogus"])
+    with pytest.raises(ValueError, match="positive"):
+        retrieval_metrics({}, {}, k_values=[0])
+
+
+def test_v_measure_equals_sklearn():
+    sklearn = pytest.importorskip("sklearn")
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import v_measure_score
+
+    from keras_cosent.retrieval import v_measure
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(3), 20)
+    x = rng.normal(size=(60, 4)) + labels[:, None] * 3.0
+    expected = v_measure_score(labels, KMeans(3, n_init=10, random_state=0).fit_predict(x))
+    assert v_measure(x, labels) == pytest.approx(expected)
+    assert v_measure(x, labels) > 0.9
+    del sklearn

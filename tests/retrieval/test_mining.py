@@ -1,0 +1,76 @@
+"""Hard-negative mining on a hand-made example with an independent expectation."""
+
+import numpy as np
+import pytest
+
+from keras_cosent.data import read_retrieval_triplets
+from keras_cosent.data import write_retrieval_triplets
+from keras_cosent.retrieval import mine_hard_negatives
+
+
+def unit(angle_deg):
+    a = np.deg2rad(angle_deg)
+    return np.array([np.cos(a), np.sin(a)])
+
+
+# Query at angle 0; cosine to a document at angle t is cos(t).
+ANGLES = {"pos": 30, "unlabelled_dup": 5, "other_pos": 10, "n1": 40, "n2": 50, "n3": 60, "far": 170}
+CORPUS = {d: f"text {d}" for d in ANGLES}
+C_EMB = np.stack([unit(a) for a in ANGLES.values()])
+Q_EMB = np.stack([unit(0)])
+
+
+def mine(**kwargs):
+    return mine_hard_negatives(
+        {"q": "the query"}, CORPUS, {"q": {"pos": 1, "other_pos": 2}},
+        query_embeddings=Q_EMB, corpus_embeddings=C_EMB, **kwargs)
+
+
+def test_excludes_positives_and_keeps_rank_order():
+    rows, report = mine(num_negatives=2)
+    # Two rows, one per positive. Positives removed; best remaining: unlabelled_dup, n1.
+    assert [r[:2] for r in rows] == [["the query", "text pos"], ["the query", "text other_pos"]]
+    assert rows[0][2:] == ["text unlabelled_dup", "text n1"]
+    assert report == {"rows": 2, "short_rows": 0, "short_queries": 0, "num_negatives": 2}
+
+
+def test_absolute_margin_drops_candidates_near_or_above_positive():
+    rows, _ = mine(num_negatives=2, margin=0.0)
+    # Row of "pos" (cos 30 deg = 0.866): keep candidates with cos <= 0.866: n1 (40), n2 (50).
+    assert rows[0][2:] == ["text n1", "text n2"]
+    # Row of "other_pos" (cos 10 deg): unlabelled_dup (cos 5 deg) is above it.
+    assert rows[1][2:] == ["text n1", "text n2"]
+    rows, _ = mine(num_negatives=2, margin=np.cos(np.deg2rad(30)) - np.cos(np.deg2rad(45)))
+    assert rows[0][2:] == ["text n2", "text n3"]
+
+
+def test_relative_margin_and_range_and_shortfall():
+    # Row of "pos": threshold cos(30)*(1-0.3) = 0.606 drops n1 (0.766) and n2 (0.643);
+    # the window of the 4 best non-positives (dup, n1, n2, n3) leaves only n3.
+    rows, report = mine(num_negatives=3, relative_margin=0.3, range_max=4)
+    assert rows[0][2:] == ["text n3"]
+    assert report["short_rows"] == 2 and report["short_queries"] == 1
+    rows, _ = mine(num_negatives=2, range_min=1, range_max=3)
+    assert rows[0][2:] == ["text n1", "text n2"]
+
+
+def test_random_sampling_is_seeded_and_within_window(tmp_path):
+    a, _ = mine(num_negatives=2, sampling="random", seed=3)
+    b, _ = mine(num_negatives=2, sampling="random", seed=3)
+    assert a == b
+    window = {"text unlabelled_dup", "text n1", "text n2", "text n3", "text far"}
+    assert all(set(r[2:]) <= window and len(r) == 4 for r in a)
+    path = tmp_path / "t.jsonl"
+    write_retrieval_triplets(a, path)
+    ds = read_retrieval_triplets(path)
+    assert [list(r) for r in zip(*ds.columns)] == a
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="sampling"):
+        mine(sampling="best")
+    with pytest.raises(ValueError, match="range_min"):
+        mine(range_min=5, range_max=5)
+    with pytest.raises(ValueError, match="unknown documents"):
+        mine_hard_negatives({"q": "x"}, CORPUS, {"q": {"nope": 1}},
+                            query_embeddings=Q_EMB, corpus_embeddings=C_EMB)
