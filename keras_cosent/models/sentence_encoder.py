@@ -25,6 +25,7 @@ from keras_cosent.layers.l2_normalization import L2Normalization
 from keras_cosent.layers.pooling import POOLING_LAYERS
 from keras_cosent.layers.pooling import get_pooling
 from keras_cosent.models import checkpoints
+from keras_cosent.models import sentence_preprocessing
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
 
@@ -101,19 +102,7 @@ class SentenceEncoder(keras.Model):
             raise ValueError(
                 f"Unknown `pooling`={pooling!r}. Expected one of {sorted(POOLING_LAYERS)}."
             )
-        if isinstance(max_length, np.integer):
-            max_length = int(max_length)
-        if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 3:
-            raise ValueError(
-                "`max_length` should be an int >= 3 ([CLS], one token, [SEP]). "
-                f"Received: `max_length`={max_length!r}"
-            )
-        backbone_max = getattr(backbone, "max_sequence_length", None)
-        if backbone_max is not None and max_length > backbone_max:
-            raise ValueError(
-                f"`max_length`={max_length} exceeds the backbone's "
-                f"`max_sequence_length`={backbone_max}."
-            )
+        max_length = sentence_preprocessing.check_max_length(max_length, backbone)
         if exact_gelu:
             # Backbone constructors hard-code their activation, so a reloaded
             # backbone comes back approximate: re-apply on every construction.
@@ -347,7 +336,7 @@ class SentenceEncoder(keras.Model):
 
     @classmethod
     def from_checkpoint(
-        cls, path_or_preset=None, pooling="mean", max_length=128, dtype=None, exact_gelu=None
+        cls, path_or_preset=None, pooling=None, max_length=None, dtype=None, exact_gelu=None
     ):
         """Builds an encoder from a keras-hub preset or a Hugging Face folder.
 
@@ -356,22 +345,56 @@ class SentenceEncoder(keras.Model):
                 `model.safetensors` or `pytorch_model.bin`, `vocab.txt`,
                 `tokenizer_config.json`), or a keras-hub preset name / handle
                 (downloaded by keras-hub). None uses `default_checkpoint()`.
-            pooling: pooling name (see the class docstring).
-            max_length: int, longest token sequence including special tokens.
+            pooling: pooling name (see the class docstring); None reads the
+                checkpoint's: a sentence-transformers folder's
+                `1_Pooling/config.json`, else `"mean"`. An explicit value wins.
+            max_length: int, longest token sequence including special tokens;
+                None reads the checkpoint's: `max_seq_length` of a
+                sentence-transformers folder's `sentence_bert_config.json`,
+                else 128. An explicit value wins.
             dtype: backbone dtype or dtype policy name (e.g. `"bfloat16"`);
                 None keeps the global policy.
             exact_gelu: None reads the checkpoint (`hidden_act="gelu"` in a
                 Hugging Face `config.json` means exact); True/False forces it.
 
         Returns:
-            A `SentenceEncoder` with its tokenizer.
+            A `SentenceEncoder` with its tokenizer. A sentence-transformers
+            folder read with no explicit `pooling`/`max_length` encodes as
+            sentence-transformers does (the embeddings are always
+            L2-normalised, so a stack without `Normalize` differs from the
+            peer's in norm only).
+
+        Raises:
+            ValueError: for a sentence-transformers module stack other than
+                Transformer, Pooling, Normalize (e.g. a Dense projection), an
+                unsupported pooling configuration, or a `max_length` beyond
+                the backbone's `max_position_embeddings`.
         """
         import keras_hub
+
+        from keras_cosent.models import sentence_transformers_config as st_config
 
         if path_or_preset is None:
             path_or_preset = checkpoints.default_checkpoint()
         preset = str(path_or_preset)
         hf_config = checkpoints.read_hf_json(preset, "config.json")
+        st = st_config.read_sentence_transformers_config(preset) or {}
+        if pooling is None:
+            pooling = st.get("pooling") or "mean"
+        if max_length is None:
+            max_length = st.get("max_length") or 128
+            source = f"{preset}/sentence_bert_config.json"
+        else:
+            source = f"max_length={max_length!r}"
+        st_config.check_max_length(max_length, hf_config, source)
+        if st.get("do_lower_case"):
+            tokenizer_config = checkpoints.read_hf_json(preset, "tokenizer_config.json") or {}
+            if not tokenizer_config.get("do_lower_case"):
+                raise ValueError(
+                    f"{preset}/sentence_bert_config.json: `do_lower_case: true` with a "
+                    "tokenizer that does not lowercase is not supported; expected the "
+                    "tokenizer_config.json to set `do_lower_case: true`"
+                )
         if exact_gelu is None:
             exact_gelu = checkpoints.hidden_act_is_exact_gelu(hf_config)
         with checkpoints.safetensors_checkpoint(preset) as readable:
@@ -457,18 +480,7 @@ def _sequence_output(outputs):
 
 
 def _special_ids(tokenizer):
-    start = getattr(tokenizer, "cls_token_id", None)
-    if start is None:
-        start = getattr(tokenizer, "start_token_id", None)
-    end = getattr(tokenizer, "sep_token_id", None)
-    if end is None:
-        end = getattr(tokenizer, "end_token_id", None)
-    if start is None or end is None:
-        raise ValueError(
-            f"{type(tokenizer).__name__} defines no [CLS]/[SEP] (or start/end) "
-            "token ids; SentenceEncoder needs both."
-        )
-    return int(start), int(end)
+    return sentence_preprocessing.special_token_ids(tokenizer)
 
 
 def _check_texts(texts):

@@ -36,7 +36,7 @@ PAIRS = (
     ["hello WORLD !", "A woman is playing the piano.", "The quick brown fox jumped."],
 )
 
-# The request bodies README_EXPORT.md documents, verbatim in structure.
+# The request bodies README.md's "Serving with TensorFlow Serving" section documents, verbatim in structure.
 ROW_REQUEST = {"instances": ["A man is playing the guitar.", "The red car is in the park."]}
 
 
