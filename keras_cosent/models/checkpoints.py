@@ -26,6 +26,8 @@ import tempfile
 
 import keras
 
+from keras_cosent import compat
+
 
 def default_checkpoint():
     """Returns the folder of the packaged all-MiniLM-L6-v2 checkpoint, as a str.
@@ -56,11 +58,9 @@ def read_hf_json(preset, filename):
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     elif preset.startswith("hf://"):
-        from keras_hub.src.utils import preset_utils
-
-        if not preset_utils.check_file_exists(preset, filename):
+        if not compat.hub_file_exists(preset, filename):
             return None
-        data = preset_utils.load_json(preset, filename)
+        data = compat.hub_load_json(preset, filename)
     else:
         return None
     if filename == "config.json" and "model_type" not in data:
@@ -105,7 +105,7 @@ def transformer_encoder_layers(backbone):
 
     return [
         layer
-        for layer in backbone._flatten_layers(include_self=False)
+        for layer in compat.flatten_layers(backbone)
         if isinstance(layer, keras_hub.layers.TransformerEncoder)
     ]
 
@@ -132,7 +132,7 @@ def set_exact_gelu(backbone):
                 f"{type(backbone).__name__} uses activation {name!r}, not GELU."
             )
         layer.activation = keras.activations.gelu
-        dense = getattr(layer, "_feedforward_intermediate_dense", None)
+        dense = compat.feedforward_intermediate_dense(layer)
         if dense is not None:
             dense.activation = keras.activations.gelu
 

@@ -17,6 +17,7 @@ import contextlib
 import keras
 import numpy as np
 
+from keras_cosent import compat
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.data import packing as host_packing
 from keras_cosent.data.padding import pad_batch
@@ -458,18 +459,18 @@ def fused_attention_at_inference(model):
     """
     layers = [
         layer
-        for layer in model._flatten_layers(include_self=False)
+        for layer in compat.flatten_layers(model)
         if isinstance(layer, keras.layers.MultiHeadAttention)
-        and getattr(layer, "_dropout", 0.0) > 0.0
+        and compat.attention_dropout(layer) > 0.0
     ]
-    rates = [layer._dropout for layer in layers]
+    rates = [compat.attention_dropout(layer) for layer in layers]
     for layer in layers:
-        layer._dropout = 0.0
+        compat.set_attention_dropout(layer, 0.0)
     try:
         yield
     finally:
         for layer, rate in zip(layers, rates):
-            layer._dropout = rate
+            compat.set_attention_dropout(layer, rate)
 
 
 def _sequence_output(outputs):
