@@ -19,13 +19,12 @@ import numpy as np
 
 from keras_cosent import compat
 from keras_cosent.api_export import keras_cosent_export
-from keras_cosent.data import packing as host_packing
 from keras_cosent.data.padding import pad_batch
-from keras_cosent.data.padding import padded_length
 from keras_cosent.layers.l2_normalization import L2Normalization
 from keras_cosent.layers.pooling import POOLING_LAYERS
 from keras_cosent.layers.pooling import get_pooling
 from keras_cosent.models import checkpoints
+from keras_cosent.models import inference_batches
 from keras_cosent.models import sentence_preprocessing
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
@@ -294,44 +293,19 @@ class SentenceEncoder(keras.Model):
                     bar.add(len(index))
         return out
 
+    # The strategies live in `inference_batches`; these names stay for callers.
     def _padded_batches(self, token_lists, batch_size):
-        n = len(token_lists)
-        # Longest first: a batch that does not fit in memory fails at once.
-        order = np.argsort([-len(ids) for ids in token_lists], kind="stable")
-        for start in range(0, n, batch_size):
-            index = order[start : start + batch_size]
-            rows = [token_lists[i] for i in index]
-            # Pad the last batch to full size: one compiled shape less.
-            filler = batch_size - len(rows) if n > batch_size else 0
-            batch = pad_batch(
-                rows + [rows[-1]] * filler, pad_id=self.pad_id, max_length=self.max_length
-            )
-            yield batch, index
+        return inference_batches.padded_batches(
+            token_lists, batch_size, self.pad_id, self.max_length
+        )
 
     def _packed_batches(self, token_lists, batch_size):
-        lengths = np.array([len(ids) for ids in token_lists])
-        row_length = padded_length(lengths.max(), max_length=self.max_length)
-        # As many tokens per pass as `batch_size` average sentences, in whole rows.
-        rows_per_batch = max(1, int(round(batch_size * lengths.mean() / row_length)))
-        rows_needed = -(-int(lengths.sum()) // row_length)
-        rows_per_batch = min(rows_per_batch, rows_needed)
-        return host_packing.packed_batches(
-            token_lists, row_length, rows_per_batch, pad_id=self.pad_id
+        return inference_batches.packed_batches(
+            token_lists, batch_size, self.pad_id, self.max_length
         )
 
     def _packed_model(self):
-        # Built on first use and kept out of Keras' tracking (object.__setattr__),
-        # so it is neither saved nor counted twice; it shares every weight.
-        model = self.__dict__.get("_packed_model_cache")
-        if model is None:
-            model = sequence_packing.build_packed_model(self)
-            object.__setattr__(self, "_packed_model_cache", model)
-        # Follow the encoder's XLA setting (e.g. `compile(jit_compile=False)`).
-        jit_compile = self.jit_compile is True
-        if model.jit_compile is not jit_compile:
-            model.jit_compile = jit_compile
-            model.predict_function = None
-        return model
+        return inference_batches.packed_model(self)
 
     # === Checkpoints ===
 
