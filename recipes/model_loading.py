@@ -1,58 +1,46 @@
-"""The one place that turns a MODEL argument into a `keras_cosent.models.SentenceEncoder`.
+"""Turns a MODEL argument into a `keras_cosent.models.SentenceEncoder` for the commands.
 
-MODEL may be, in the order tried:
-
-1. a `keras-cosent train` output directory (it holds `encoder.keras`), or a
-   `.keras` file saved from a `SentenceEncoder`;
-2. `all-MiniLM-L6-v2` (or `sentence-transformers/all-MiniLM-L6-v2`): the
-   checkpoint packaged with keras-cosent, read offline;
-3. a local checkpoint directory, Hugging Face (`config.json`,
-   `model.safetensors`, `vocab.txt`) or keras-hub preset;
-4. any other name is taken as a keras-hub preset name (e.g.
-   `bert_base_en_uncased`), which keras-hub may download.
-
-Imported lazily by the commands (it imports keras).
+Which encoder MODEL names is decided by `keras_cosent.models.encoder_loading`
+(the one rule, shared with `keras_cosent.export`); this module only turns its
+errors into `CliError`s. Imported lazily by the commands (it imports keras).
 """
 
 import os
 import pathlib
 
+from keras_cosent.models import encoder_loading
 from recipes.errors import CliError
 from recipes.errors import one_line
 
-ENCODER_FILE = "encoder.keras"
-PACKAGED_MINILM = "all-MiniLM-L6-v2"
-_PACKAGED_ALIASES = (PACKAGED_MINILM, "sentence-transformers/all-MiniLM-L6-v2")
+ENCODER_FILE = encoder_loading.ENCODER_FILENAME
+PACKAGED_MINILM = encoder_loading.PACKAGED_MINILM
 
 
 def saved_encoder_path(model):
     """The `.keras` file MODEL names (a run directory or the file), or None."""
     path = pathlib.Path(model)
-    if path.is_dir() and (path / ENCODER_FILE).is_file():
-        return path / ENCODER_FILE
-    if path.is_file() and path.suffix == ".keras":
-        return path
-    return None
+    if path.is_file() and path.suffix != ".keras":
+        return None  # resolve_checkpoint says why
+    try:
+        saved = encoder_loading.saved_encoder_file(model)
+    except ValueError as error:
+        raise CliError(one_line(error)) from error
+    if saved is None:
+        return None
+    return path if path.is_file() else path / pathlib.Path(saved).name
 
 
 def resolve_checkpoint(model):
     """The directory or keras-hub preset name `SentenceEncoder.from_checkpoint` should read."""
-    if model in _PACKAGED_ALIASES:
-        from keras_cosent.models import default_checkpoint
-
-        return default_checkpoint()
-    path = pathlib.Path(model)
-    if path.is_dir():
-        return str(path.resolve())
-    if path.exists():
+    if pathlib.Path(model).is_file():
         raise CliError(
             f"MODEL {model!r} is a file; expected a train output directory, a .keras "
             "file, a checkpoint directory or a keras-hub preset name"
         )
-    is_uri = model.startswith(("kaggle://", "hf://", "gs://"))
-    if not is_uri and (os.sep in model or model.startswith(".")):
-        raise CliError(f"MODEL {model!r}: no such directory")
-    return model
+    try:
+        return encoder_loading.resolve_checkpoint(model)
+    except FileNotFoundError as error:
+        raise CliError(one_line(error)) from error
 
 
 def encoder_or_saved_path(model):
@@ -66,39 +54,24 @@ def encoder_or_saved_path(model):
 
 
 def load_encoder(model, pooling=None, max_length=None):
-    """Loads MODEL as a `SentenceEncoder`.
+    """Loads MODEL as a `SentenceEncoder` (`keras_cosent.models.load_encoder`).
 
     Args:
-        model: what the user passed as MODEL or `--backbone` (see the module docstring).
-        pooling: pooling for a checkpoint; a saved encoder keeps its own.
-            `None` takes the checkpoint's (a sentence-transformers folder's
-            Pooling module), else mean.
-        max_length: token limit; `None` keeps a saved encoder's, or takes the
-            checkpoint's (a sentence-transformers folder's `max_seq_length`,
+        model: what the user passed as MODEL or `--backbone`.
+        pooling: pooling for a checkpoint; None reads the checkpoint's
+            (sentence-transformers folders say theirs; else mean). A saved
+            encoder keeps its own.
+        max_length: token limit; None keeps a saved encoder's or reads the
+            checkpoint's (`max_seq_length` of a sentence-transformers folder,
             else 128).
 
     Returns:
         A `keras_cosent.models.SentenceEncoder`.
     """
-    import keras
-
-    from keras_cosent.models import SentenceEncoder
-
-    saved = saved_encoder_path(model)
+    if saved_encoder_path(model) is None:
+        resolve_checkpoint(model)  # CliError for a stray file or a missing directory
     try:
-        if saved is not None:
-            encoder = keras.saving.load_model(saved)
-            if not isinstance(encoder, SentenceEncoder):
-                raise CliError(
-                    f"{saved} holds a {type(encoder).__name__}, not a keras-cosent SentenceEncoder"
-                )
-            if max_length is not None:
-                encoder.max_length = int(max_length)
-            return encoder
-        checkpoint = resolve_checkpoint(model)
-        return SentenceEncoder.from_checkpoint(
-            checkpoint, pooling=pooling, max_length=None if max_length is None else int(max_length)
-        )
+        return encoder_loading.load_encoder(model, pooling=pooling, max_length=max_length)
     except (ValueError, OSError) as error:
         reason = one_line(error)
         if not os.path.exists(model):

@@ -127,69 +127,12 @@ class PairBatches(keras.utils.PyDataset):
         **pydataset_kwargs,
     ):
         super().__init__(**pydataset_kwargs)
-        if not isinstance(dataset, PairDataset):
-            raise TypeError(
-                "`dataset` should be a keras_cosent.data.PairDataset. "
-                f"Received: `dataset` of type {type(dataset).__name__}"
-            )
-        if not callable(tokenize):
-            raise TypeError(f"`tokenize` should be callable. Received: `tokenize`={tokenize!r}")
-        if label_mode not in _LABEL_MODES:
-            raise ValueError(
-                f"`label_mode` should be one of {_LABEL_MODES}. "
-                f"Received: `label_mode`={label_mode!r}"
-            )
-        min_batch = 2 if label_mode == "group" else 1
-        if not _is_int(batch_size) or batch_size < min_batch:
-            why = " (InfoNCE needs in-batch negatives)" if label_mode == "group" else ""
-            raise ValueError(
-                f"`batch_size` should be an integer >= {min_batch} with "
-                f"label_mode={label_mode!r}{why}. Received: `batch_size`={batch_size!r}"
-            )
-        length_buckets = 0 if length_buckets is None else length_buckets
-        if not _is_int(length_buckets) or length_buckets < 0:
-            raise ValueError(
-                "`length_buckets` should be a non-negative integer (0 disables bucketing). "
-                f"Received: `length_buckets`={length_buckets!r}"
-            )
-        if pad_to_multiple_of is None:
-            pad_to_multiple_of = default_pad_to_multiple_of()
-        if not _is_int(pad_to_multiple_of) or pad_to_multiple_of < 1:
-            raise ValueError(
-                "`pad_to_multiple_of` should be a positive integer. "
-                f"Received: `pad_to_multiple_of`={pad_to_multiple_of!r}"
-            )
-        if max_length is not None and (not _is_int(max_length) or max_length < 1):
-            raise ValueError(
-                f"`max_length` should be None or a positive integer. "
-                f"Received: `max_length`={max_length!r}"
-            )
-        if packing not in (True, False):
-            raise ValueError(f"`packing` should be True or False. Received: `packing`={packing!r}")
-        if rows_multiple is None:
-            rows_multiple = 2 if pad_to_multiple_of > 1 else 1
-        if not _is_int(rows_multiple) or rows_multiple < 1:
-            raise ValueError(
-                "`rows_multiple` should be a positive integer. "
-                f"Received: `rows_multiple`={rows_multiple!r}"
-            )
-        if len(dataset) == 0:
-            raise ValueError(f"`dataset` ({dataset.source!r}) has no rows.")
-        if drop_remainder and len(dataset) < batch_size:
-            raise ValueError(
-                f"`dataset` ({dataset.source!r}) has {len(dataset)} rows, fewer than "
-                f"`batch_size`={batch_size}, so drop_remainder=True leaves no batch."
-            )
-        if label_mode == "score" and dataset.labels is None:
-            raise ValueError(
-                f"label_mode='score' needs labels, but `dataset` ({dataset.source!r}) "
-                "has none; use label_mode='group' for unlabelled (InfoNCE) data."
-            )
-        if label_mode == "group" and dataset.num_columns < 2:
-            raise ValueError(
-                f"label_mode='group' needs at least 2 columns (anchor, positive); "
-                f"`dataset` ({dataset.source!r}) has {dataset.num_columns}."
-            )
+        _check_inputs(dataset, tokenize, label_mode)
+        length_buckets, pad_to_multiple_of, rows_multiple = _check_options(
+            batch_size, label_mode, length_buckets, pad_to_multiple_of, max_length, packing,
+            rows_multiple,
+        )
+        _check_dataset(dataset, batch_size, label_mode, drop_remainder)
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.pad_id = pad_id
@@ -209,11 +152,7 @@ class PairBatches(keras.utils.PyDataset):
         self.row_length = padded_length(
             self._text_lengths.max(), self.pad_to_multiple_of, self.max_length
         )
-        if label_mode == "score":
-            self._targets = np.asarray(dataset.labels, dtype="float32")
-        else:
-            self._targets = np.unique(self._text_ids[:, 1], return_inverse=True)[1]
-            self._targets = self._targets.reshape(-1).astype("int32")
+        self._targets = self._batch_targets()
         num_rows = len(dataset)
         if self.drop_remainder:
             self._num_batches = num_rows // self.batch_size
@@ -221,6 +160,13 @@ class PairBatches(keras.utils.PyDataset):
             self._num_batches = math.ceil(num_rows / self.batch_size)
         self._epoch = 0
         self._batches = self._plan_epoch(0)
+
+    def _batch_targets(self):
+        """Per-row targets: the scores, or each anchor's group id for InfoNCE."""
+        if self.label_mode == "score":
+            return np.asarray(self.dataset.labels, dtype="float32")
+        groups = np.unique(self._text_ids[:, 1], return_inverse=True)[1]
+        return groups.reshape(-1).astype("int32")
 
     def _tokenize_once(self, tokenize):
         """Tokenises each distinct text once; rows then refer to texts by index."""
@@ -416,6 +362,85 @@ class PairBatches(keras.utils.PyDataset):
             else:
                 positions += len(rows) * self.dataset.num_columns * self._batch_length(rows)
         return 1.0 - self.num_tokens / positions
+
+
+def _check_inputs(dataset, tokenize, label_mode):
+    """Type checks of what PairBatches reads: the dataset, the tokenizer, the label mode."""
+    if not isinstance(dataset, PairDataset):
+        raise TypeError(
+            "`dataset` should be a keras_cosent.data.PairDataset. "
+            f"Received: `dataset` of type {type(dataset).__name__}"
+        )
+    if not callable(tokenize):
+        raise TypeError(f"`tokenize` should be callable. Received: `tokenize`={tokenize!r}")
+    if label_mode not in _LABEL_MODES:
+        raise ValueError(
+            f"`label_mode` should be one of {_LABEL_MODES}. "
+            f"Received: `label_mode`={label_mode!r}"
+        )
+
+
+def _check_options(
+    batch_size, label_mode, length_buckets, pad_to_multiple_of, max_length, packing, rows_multiple
+):
+    """Validates the batching options; returns the defaulted
+    `(length_buckets, pad_to_multiple_of, rows_multiple)`."""
+    min_batch = 2 if label_mode == "group" else 1
+    if not _is_int(batch_size) or batch_size < min_batch:
+        why = " (InfoNCE needs in-batch negatives)" if label_mode == "group" else ""
+        raise ValueError(
+            f"`batch_size` should be an integer >= {min_batch} with "
+            f"label_mode={label_mode!r}{why}. Received: `batch_size`={batch_size!r}"
+        )
+    length_buckets = 0 if length_buckets is None else length_buckets
+    if not _is_int(length_buckets) or length_buckets < 0:
+        raise ValueError(
+            "`length_buckets` should be a non-negative integer (0 disables bucketing). "
+            f"Received: `length_buckets`={length_buckets!r}"
+        )
+    if pad_to_multiple_of is None:
+        pad_to_multiple_of = default_pad_to_multiple_of()
+    if not _is_int(pad_to_multiple_of) or pad_to_multiple_of < 1:
+        raise ValueError(
+            "`pad_to_multiple_of` should be a positive integer. "
+            f"Received: `pad_to_multiple_of`={pad_to_multiple_of!r}"
+        )
+    if max_length is not None and (not _is_int(max_length) or max_length < 1):
+        raise ValueError(
+            f"`max_length` should be None or a positive integer. "
+            f"Received: `max_length`={max_length!r}"
+        )
+    if packing not in (True, False):
+        raise ValueError(f"`packing` should be True or False. Received: `packing`={packing!r}")
+    if rows_multiple is None:
+        rows_multiple = 2 if pad_to_multiple_of > 1 else 1
+    if not _is_int(rows_multiple) or rows_multiple < 1:
+        raise ValueError(
+            "`rows_multiple` should be a positive integer. "
+            f"Received: `rows_multiple`={rows_multiple!r}"
+        )
+    return length_buckets, pad_to_multiple_of, rows_multiple
+
+
+def _check_dataset(dataset, batch_size, label_mode, drop_remainder):
+    """Checks that `dataset` can give batches with these options (rows, labels, columns)."""
+    if len(dataset) == 0:
+        raise ValueError(f"`dataset` ({dataset.source!r}) has no rows.")
+    if drop_remainder and len(dataset) < batch_size:
+        raise ValueError(
+            f"`dataset` ({dataset.source!r}) has {len(dataset)} rows, fewer than "
+            f"`batch_size`={batch_size}, so drop_remainder=True leaves no batch."
+        )
+    if label_mode == "score" and dataset.labels is None:
+        raise ValueError(
+            f"label_mode='score' needs labels, but `dataset` ({dataset.source!r}) "
+            "has none; use label_mode='group' for unlabelled (InfoNCE) data."
+        )
+    if label_mode == "group" and dataset.num_columns < 2:
+        raise ValueError(
+            f"label_mode='group' needs at least 2 columns (anchor, positive); "
+            f"`dataset` ({dataset.source!r}) has {dataset.num_columns}."
+        )
 
 
 def _is_int(value):

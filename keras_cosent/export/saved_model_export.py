@@ -18,30 +18,16 @@ import tempfile
 
 import keras
 
-ENCODER_FILENAME = "encoder.keras"
+from keras_cosent.models.encoder_loading import ENCODER_FILENAME
+from keras_cosent.models.encoder_loading import saved_encoder_file
 
 
 def _resolve_encoder_file(path):
-    """`path` as a `.keras` file: the file itself or the one in a training output dir."""
-    path = os.fspath(path)
-    if os.path.isfile(path):
-        if not path.endswith(".keras"):
-            raise ValueError(
-                f"Expected a `.keras` file saved with `encoder.save(...)`. Received: {path}"
-            )
-        return os.path.abspath(path)
-    if os.path.isdir(path):
-        preferred = os.path.join(path, ENCODER_FILENAME)
-        if os.path.isfile(preferred):
-            return os.path.abspath(preferred)
-        found = sorted(f for f in os.listdir(path) if f.endswith(".keras"))
-        if len(found) == 1:
-            return os.path.abspath(os.path.join(path, found[0]))
-        raise ValueError(
-            f"Cannot tell which encoder to export from the directory {path}: expected "
-            f"`{ENCODER_FILENAME}` or exactly one `.keras` file, found {found or 'none'}."
-        )
-    raise FileNotFoundError(f"No encoder `.keras` file or training output directory at {path}")
+    """`path` as a `.keras` file, by `keras_cosent.models.encoder_loading`'s rule."""
+    found = saved_encoder_file(path)
+    if found is None:
+        raise FileNotFoundError(f"No encoder `.keras` file or training output directory at {path}")
+    return found
 
 
 def _next_version(base_dir):
@@ -133,7 +119,7 @@ def export_saved_model(
 ):
     """Exports a sentence encoder as `<base_dir>/<version>/` for TF Serving.
 
-    The SavedModel has three signatures (see `README_EXPORT.md`):
+    The SavedModel has three signatures (see README.md, "Serving with TensorFlow Serving"):
     `serving_default` (`sentences` tf.string `[None]` -> `embeddings` float32
     `[None, dim]`, tokenised in the graph), `encode_tokens` (`token_ids`,
     `padding_mask`, `segment_ids`, all int32 `[None, None]`, padding_mask 1 for

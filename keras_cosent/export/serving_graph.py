@@ -22,6 +22,9 @@ called on `{token_ids, padding_mask, segment_ids}` and has `.tokenizer`,
 
 import keras
 
+from keras_cosent.models.sentence_preprocessing import check_max_length
+from keras_cosent.models.sentence_preprocessing import special_token_ids
+
 SIGNATURE_SENTENCES = "serving_default"
 SIGNATURE_TOKENS = "encode_tokens"
 SIGNATURE_SIMILARITY = "similarity"
@@ -29,35 +32,14 @@ OUTPUT_EMBEDDINGS = "embeddings"
 OUTPUT_COSINE = "cosine"
 
 
-def _special_token_id(tokenizer, *attrs):
-    # Same lookup order as SentenceEncoder.tokenize: BERT names, then generic.
-    for attr in attrs:
-        token_id = getattr(tokenizer, attr, None)
-        if token_id is not None:
-            return int(token_id)
-    raise ValueError(
-        f"The encoder's tokenizer ({type(tokenizer).__name__}) has none of "
-        f"{', '.join(attrs)}; in-graph tokenisation needs the ids of the tokens "
-        "that open and close a sentence ([CLS] and [SEP] for BERT)."
-    )
-
-
 def resolve_max_length(encoder, max_length=None):
     """The sequence length the export truncates to: `max_length` or the encoder's.
 
-    Raises `ValueError` when it is not an integer in `[3, positions]`, where
-    `positions` is the backbone's `max_sequence_length` (when known).
+    The same rule as `SentenceEncoder` (`sentence_preprocessing.check_max_length`):
+    an integer in `[3, max_sequence_length]` of the backbone, else `ValueError`.
     """
     value = encoder.max_length if max_length is None else max_length
-    positions = getattr(getattr(encoder, "backbone", None), "max_sequence_length", None)
-    upper = positions if positions is not None else float("inf")
-    if isinstance(value, bool) or not isinstance(value, int) or not 3 <= value <= upper:
-        limit = f" and at most the backbone's max_sequence_length={positions}" if positions else ""
-        raise ValueError(
-            "`max_length` should be an integer of at least 3 (room for [CLS], "
-            f"one token and [SEP]){limit}. Received: `max_length`={value!r}"
-        )
-    return value
+    return check_max_length(value, getattr(encoder, "backbone", None))
 
 
 def write_serving_saved_model(encoder, export_dir, max_length=None, string_signatures=True):
@@ -93,8 +75,7 @@ def write_serving_saved_model(encoder, export_dir, max_length=None, string_signa
                 "built; create it with `SentenceEncoder.from_checkpoint`, or pass "
                 "`string_signatures=False` to export `encode_tokens` only."
             )
-        cls_id = _special_token_id(tokenizer, "cls_token_id", "start_token_id")
-        sep_id = _special_token_id(tokenizer, "sep_token_id", "end_token_id")
+        cls_id, sep_id = special_token_ids(tokenizer)
         pad_id = int(encoder.pad_id)
 
     def embed(token_ids, padding_mask, segment_ids):

@@ -26,6 +26,8 @@ import tempfile
 
 import keras
 
+from keras_cosent import compat
+
 
 def default_checkpoint():
     """Returns the folder of the packaged all-MiniLM-L6-v2 checkpoint, as a str.
@@ -56,131 +58,14 @@ def read_hf_json(preset, filename):
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     elif preset.startswith("hf://"):
-        from keras_hub.src.utils import preset_utils
-
-        if not preset_utils.check_file_exists(preset, filename):
+        if not compat.hub_file_exists(preset, filename):
             return None
-        data = preset_utils.load_json(preset, filename)
+        data = compat.hub_load_json(preset, filename)
     else:
         return None
     if filename == "config.json" and "model_type" not in data:
         return None
     return data
-
-
-# sentence-transformers' Pooling flags and the `keras_cosent.layers` pooling each means.
-_ST_POOLING_MODES = {
-    "pooling_mode_cls_token": "cls",
-    "pooling_mode_mean_tokens": "mean",
-    "pooling_mode_max_tokens": "max",
-    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len",
-    "pooling_mode_weightedmean_tokens": "weighted_mean",
-    "pooling_mode_lasttoken": None,
-}
-_ST_MODULES = {
-    "sentence_transformers.models.Transformer": "transformer",
-    "sentence_transformers.models.Pooling": "pooling",
-    "sentence_transformers.models.Normalize": "normalize",
-}
-# Defaults for checkpoints that say nothing (plain Hugging Face or keras-hub folders).
-DEFAULT_POOLING = "mean"
-DEFAULT_MAX_LENGTH = 128
-
-
-def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def sentence_transformers_settings(folder):
-    """What a sentence-transformers folder says about how it encodes, or None.
-
-    Reads `modules.json` and the files it points to: the Transformer module's
-    `sentence_bert_config.json` (`max_seq_length`, `do_lower_case`), the Pooling
-    module's `config.json` (its `pooling_mode_*` flag) and whether a Normalize
-    module follows. Only the stack Transformer -> Pooling [-> Normalize] is what a
-    `SentenceEncoder` computes; any other module (a Dense projection, a LayerNorm,
-    word-embedding models...) is refused by name rather than silently dropped.
-
-    `SentenceEncoder` always L2-normalises: without a Normalize module the
-    peer's embeddings differ from ours in length only (cosines are equal).
-
-    Args:
-        folder: a local directory.
-
-    Returns:
-        None if `folder` has no `modules.json`; else a dict with `max_length`
-        (int or None), `pooling` (a `keras_cosent.layers` pooling name or None)
-        and `normalize` (bool).
-
-    Example:
-
-    >>> import keras_cosent
-    >>> from keras_cosent.models.checkpoints import sentence_transformers_settings
-    >>> sentence_transformers_settings(keras_cosent.models.default_checkpoint())
-    {'max_length': 256, 'pooling': 'mean', 'normalize': True}
-    """
-    modules_file = os.path.join(folder, "modules.json")
-    if not os.path.isfile(modules_file):
-        return None
-    settings = {"max_length": None, "pooling": None, "normalize": False}
-    kinds = []
-    for module in _read_json(modules_file):
-        kind = _ST_MODULES.get(module.get("type"))
-        where = os.path.join(folder, module.get("path", ""))
-        if kind is None:
-            raise ValueError(
-                f"{modules_file}: module {module.get('name')!r} ({module.get('type')}, "
-                f"at {where}) is not supported; keras-cosent encodes the stack "
-                "Transformer -> Pooling [-> Normalize] only."
-            )
-        kinds.append(kind)
-        if kind == "transformer":
-            settings["max_length"] = _transformer_max_length(where)
-        elif kind == "pooling":
-            settings["pooling"] = _pooling_mode(os.path.join(where, "config.json"))
-        else:
-            settings["normalize"] = True
-    if kinds[:2] != ["transformer", "pooling"] or kinds[2:] not in ([], ["normalize"]):
-        raise ValueError(
-            f"{modules_file}: the module stack {kinds} is not supported; keras-cosent "
-            "encodes Transformer -> Pooling [-> Normalize] only."
-        )
-    return settings
-
-
-def _transformer_max_length(folder):
-    path = os.path.join(folder, "sentence_bert_config.json")
-    if not os.path.isfile(path):
-        return None
-    config = _read_json(path)
-    if config.get("do_lower_case"):
-        tokenizer = read_hf_json(folder, "tokenizer_config.json") or {}
-        if not tokenizer.get("do_lower_case"):
-            raise ValueError(
-                f"{path}: `do_lower_case`=true on a tokenizer that does not lowercase "
-                "is not supported; lowercase the text before encoding, or set "
-                "`do_lower_case` in tokenizer_config.json."
-            )
-    value = config.get("max_seq_length")
-    return None if value is None else int(value)
-
-
-def _pooling_mode(path):
-    config = _read_json(path)
-    if config.get("include_prompt") is False:
-        raise ValueError(
-            f"{path}: `include_prompt`=false (pooling that skips a prompt) is not supported."
-        )
-    modes = [flag for flag in _ST_POOLING_MODES if config.get(flag)]
-    unknown = sorted(k for k, v in config.items() if k.startswith("pooling_mode_") and v
-                     and k not in _ST_POOLING_MODES)
-    if unknown or len(modes) != 1 or _ST_POOLING_MODES[modes[0]] is None:
-        raise ValueError(
-            f"{path}: pooling {unknown + modes or 'none'} is not supported; keras-cosent "
-            "takes exactly one of cls, mean, max, mean_sqrt_len or weightedmean."
-        )
-    return _ST_POOLING_MODES[modes[0]]
 
 
 def tokenizer_kwargs(preset):
@@ -220,7 +105,7 @@ def transformer_encoder_layers(backbone):
 
     return [
         layer
-        for layer in backbone._flatten_layers(include_self=False)
+        for layer in compat.flatten_layers(backbone)
         if isinstance(layer, keras_hub.layers.TransformerEncoder)
     ]
 
@@ -247,7 +132,7 @@ def set_exact_gelu(backbone):
                 f"{type(backbone).__name__} uses activation {name!r}, not GELU."
             )
         layer.activation = keras.activations.gelu
-        dense = getattr(layer, "_feedforward_intermediate_dense", None)
+        dense = compat.feedforward_intermediate_dense(layer)
         if dense is not None:
             dense.activation = keras.activations.gelu
 

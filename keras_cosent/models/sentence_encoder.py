@@ -13,19 +13,19 @@ on reload (see `keras_cosent.models.checkpoints`).
 """
 
 import contextlib
-import os
 
 import keras
 import numpy as np
 
+from keras_cosent import compat
 from keras_cosent.api_export import keras_cosent_export
-from keras_cosent.data import packing as host_packing
 from keras_cosent.data.padding import pad_batch
-from keras_cosent.data.padding import padded_length
 from keras_cosent.layers.l2_normalization import L2Normalization
 from keras_cosent.layers.pooling import POOLING_LAYERS
 from keras_cosent.layers.pooling import get_pooling
 from keras_cosent.models import checkpoints
+from keras_cosent.models import inference_batches
+from keras_cosent.models import sentence_preprocessing
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
 
@@ -102,19 +102,7 @@ class SentenceEncoder(keras.Model):
             raise ValueError(
                 f"Unknown `pooling`={pooling!r}. Expected one of {sorted(POOLING_LAYERS)}."
             )
-        if isinstance(max_length, np.integer):
-            max_length = int(max_length)
-        if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 3:
-            raise ValueError(
-                "`max_length` should be an int >= 3 ([CLS], one token, [SEP]). "
-                f"Received: `max_length`={max_length!r}"
-            )
-        backbone_max = getattr(backbone, "max_sequence_length", None)
-        if backbone_max is not None and max_length > backbone_max:
-            raise ValueError(
-                f"`max_length`={max_length} exceeds the backbone's "
-                f"`max_sequence_length`={backbone_max}."
-            )
+        max_length = sentence_preprocessing.check_max_length(max_length, backbone)
         if exact_gelu:
             # Backbone constructors hard-code their activation, so a reloaded
             # backbone comes back approximate: re-apply on every construction.
@@ -305,44 +293,19 @@ class SentenceEncoder(keras.Model):
                     bar.add(len(index))
         return out
 
+    # The strategies live in `inference_batches`; these names stay for callers.
     def _padded_batches(self, token_lists, batch_size):
-        n = len(token_lists)
-        # Longest first: a batch that does not fit in memory fails at once.
-        order = np.argsort([-len(ids) for ids in token_lists], kind="stable")
-        for start in range(0, n, batch_size):
-            index = order[start : start + batch_size]
-            rows = [token_lists[i] for i in index]
-            # Pad the last batch to full size: one compiled shape less.
-            filler = batch_size - len(rows) if n > batch_size else 0
-            batch = pad_batch(
-                rows + [rows[-1]] * filler, pad_id=self.pad_id, max_length=self.max_length
-            )
-            yield batch, index
+        return inference_batches.padded_batches(
+            token_lists, batch_size, self.pad_id, self.max_length
+        )
 
     def _packed_batches(self, token_lists, batch_size):
-        lengths = np.array([len(ids) for ids in token_lists])
-        row_length = padded_length(lengths.max(), max_length=self.max_length)
-        # As many tokens per pass as `batch_size` average sentences, in whole rows.
-        rows_per_batch = max(1, int(round(batch_size * lengths.mean() / row_length)))
-        rows_needed = -(-int(lengths.sum()) // row_length)
-        rows_per_batch = min(rows_per_batch, rows_needed)
-        return host_packing.packed_batches(
-            token_lists, row_length, rows_per_batch, pad_id=self.pad_id
+        return inference_batches.packed_batches(
+            token_lists, batch_size, self.pad_id, self.max_length
         )
 
     def _packed_model(self):
-        # Built on first use and kept out of Keras' tracking (object.__setattr__),
-        # so it is neither saved nor counted twice; it shares every weight.
-        model = self.__dict__.get("_packed_model_cache")
-        if model is None:
-            model = sequence_packing.build_packed_model(self)
-            object.__setattr__(self, "_packed_model_cache", model)
-        # Follow the encoder's XLA setting (e.g. `compile(jit_compile=False)`).
-        jit_compile = self.jit_compile is True
-        if model.jit_compile is not jit_compile:
-            model.jit_compile = jit_compile
-            model.predict_function = None
-        return model
+        return inference_batches.packed_model(self)
 
     # === Checkpoints ===
 
@@ -357,36 +320,56 @@ class SentenceEncoder(keras.Model):
                 `model.safetensors` or `pytorch_model.bin`, `vocab.txt`,
                 `tokenizer_config.json`), or a keras-hub preset name / handle
                 (downloaded by keras-hub). None uses `default_checkpoint()`.
-            pooling: pooling name (see the class docstring). None takes the
-                checkpoint's: a sentence-transformers folder's Pooling module
-                (`1_Pooling/config.json`), else `"mean"`.
-            max_length: int, longest token sequence including special tokens.
-                None takes the checkpoint's: a sentence-transformers folder's
-                `max_seq_length` (`sentence_bert_config.json`), else 128. An
-                explicit value wins over the checkpoint's.
+            pooling: pooling name (see the class docstring); None reads the
+                checkpoint's: a sentence-transformers folder's
+                `1_Pooling/config.json`, else `"mean"`. An explicit value wins.
+            max_length: int, longest token sequence including special tokens;
+                None reads the checkpoint's: `max_seq_length` of a
+                sentence-transformers folder's `sentence_bert_config.json`,
+                else 128. An explicit value wins.
             dtype: backbone dtype or dtype policy name (e.g. `"bfloat16"`);
                 None keeps the global policy.
             exact_gelu: None reads the checkpoint (`hidden_act="gelu"` in a
                 Hugging Face `config.json` means exact); True/False forces it.
 
         Returns:
-            A `SentenceEncoder` with its tokenizer.
+            A `SentenceEncoder` with its tokenizer. A sentence-transformers
+            folder read with no explicit `pooling`/`max_length` encodes as
+            sentence-transformers does (the embeddings are always
+            L2-normalised, so a stack without `Normalize` differs from the
+            peer's in norm only).
+
+        Raises:
+            ValueError: for a sentence-transformers module stack other than
+                Transformer, Pooling, Normalize (e.g. a Dense projection), an
+                unsupported pooling configuration, or a `max_length` beyond
+                the backbone's `max_position_embeddings`.
         """
         import keras_hub
+
+        from keras_cosent.models import sentence_transformers_config as st_config
 
         if path_or_preset is None:
             path_or_preset = checkpoints.default_checkpoint()
         preset = str(path_or_preset)
         hf_config = checkpoints.read_hf_json(preset, "config.json")
-        # A sentence-transformers folder says how it encodes; unsupported module
-        # stacks are refused here, before any weights are read.
-        settings = {}
-        if os.path.isdir(preset):
-            settings = checkpoints.sentence_transformers_settings(preset) or {}
+        st = st_config.read_sentence_transformers_config(preset) or {}
         if pooling is None:
-            pooling = settings.get("pooling") or checkpoints.DEFAULT_POOLING
+            pooling = st.get("pooling") or "mean"
         if max_length is None:
-            max_length = settings.get("max_length") or checkpoints.DEFAULT_MAX_LENGTH
+            max_length = st.get("max_length") or 128
+            source = f"{preset}/sentence_bert_config.json"
+        else:
+            source = f"max_length={max_length!r}"
+        st_config.check_max_length(max_length, hf_config, source)
+        if st.get("do_lower_case"):
+            tokenizer_config = checkpoints.read_hf_json(preset, "tokenizer_config.json") or {}
+            if not tokenizer_config.get("do_lower_case"):
+                raise ValueError(
+                    f"{preset}/sentence_bert_config.json: `do_lower_case: true` with a "
+                    "tokenizer that does not lowercase is not supported; expected the "
+                    "tokenizer_config.json to set `do_lower_case: true`"
+                )
         if exact_gelu is None:
             exact_gelu = checkpoints.hidden_act_is_exact_gelu(hf_config)
         with checkpoints.safetensors_checkpoint(preset) as readable:
@@ -450,18 +433,18 @@ def fused_attention_at_inference(model):
     """
     layers = [
         layer
-        for layer in model._flatten_layers(include_self=False)
+        for layer in compat.flatten_layers(model)
         if isinstance(layer, keras.layers.MultiHeadAttention)
-        and getattr(layer, "_dropout", 0.0) > 0.0
+        and compat.attention_dropout(layer) > 0.0
     ]
-    rates = [layer._dropout for layer in layers]
+    rates = [compat.attention_dropout(layer) for layer in layers]
     for layer in layers:
-        layer._dropout = 0.0
+        compat.set_attention_dropout(layer, 0.0)
     try:
         yield
     finally:
         for layer, rate in zip(layers, rates):
-            layer._dropout = rate
+            compat.set_attention_dropout(layer, rate)
 
 
 def _sequence_output(outputs):
@@ -472,18 +455,7 @@ def _sequence_output(outputs):
 
 
 def _special_ids(tokenizer):
-    start = getattr(tokenizer, "cls_token_id", None)
-    if start is None:
-        start = getattr(tokenizer, "start_token_id", None)
-    end = getattr(tokenizer, "sep_token_id", None)
-    if end is None:
-        end = getattr(tokenizer, "end_token_id", None)
-    if start is None or end is None:
-        raise ValueError(
-            f"{type(tokenizer).__name__} defines no [CLS]/[SEP] (or start/end) "
-            "token ids; SentenceEncoder needs both."
-        )
-    return int(start), int(end)
+    return sentence_preprocessing.special_token_ids(tokenizer)
 
 
 def _check_texts(texts):

@@ -88,7 +88,7 @@ def test_encoder_path_resolution(tmp_path):
     resolve = saved_model_export._resolve_encoder_file
     run = tmp_path / "run"
     run.mkdir()
-    with pytest.raises(ValueError, match="found none"):
+    with pytest.raises(FileNotFoundError, match="No encoder `.keras` file or training output"):
         resolve(run)
     (run / "best.keras").write_text("")
     assert resolve(run) == str(run / "best.keras")

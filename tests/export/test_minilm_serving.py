@@ -14,9 +14,8 @@ import pytest
 
 import keras_cosent
 import keras_cosent.export
-from tests.export.conftest import build_encoder
 from tests.export.conftest import run_tf1_session
-from tests.models.test_sentence_transformers_checkpoints import SENTENCES as LONG_SENTENCES
+from tests.models.test_sentence_transformers_peer import _sentences
 
 SENTENCES = [
     "A man is playing a guitar.",
@@ -24,15 +23,24 @@ SENTENCES = [
     "Café au lait in Zürich, naïvely priced at 4.50 CHF!",
     "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG",
     "Stocks rallied on Tuesday after the central bank held rates steady.",
-    # Up to and past the checkpoint's 256 tokens, which the export keeps.
-    *LONG_SENTENCES,
+    # 162, 252, 256 and 308 tokens: the checkpoint's max_seq_length is 256.
+    *[_sentences()[i] for i in (5, 8, 9, 10)],
 ]
+
+
+def test_packaged_minilm_exports_at_its_max_seq_length(minilm_path):
+    from keras_cosent.export.serving_graph import resolve_max_length
+    from keras_cosent.models import load_encoder
+
+    # No explicit max_length: the checkpoint's sentence_bert_config.json (256).
+    assert resolve_max_length(load_encoder("all-MiniLM-L6-v2")) == 256
 
 
 @pytest.mark.slow
 def test_packaged_minilm_serves_like_sentence_transformers(minilm_path, tmp_path):
-    encoder = build_encoder(minilm_path, max_length=None)
-    assert encoder.max_length == 256  # the checkpoint's sentence_bert_config.json
+    # Read with the checkpoint's own settings (mean pooling, 256 tokens).
+    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(str(minilm_path))
+    assert encoder.max_length == 256
     export_dir = keras_cosent.export.export_saved_model(encoder, str(tmp_path / "minilm"))
     tokens = encoder.preprocess(SENTENCES)
     out = run_tf1_session(
@@ -51,7 +59,7 @@ def test_packaged_minilm_serves_like_sentence_transformers(minilm_path, tmp_path
     served_tokens = np.asarray(out["results"][1]["embeddings"])
     assert served.shape == (len(SENTENCES), 384)
 
-    keras_embeddings = encoder.encode(SENTENCES)
+    keras_embeddings = encoder.encode(SENTENCES, batch_size=4)
     np.testing.assert_allclose(served, keras_embeddings, atol=1e-5)
     np.testing.assert_allclose(served_tokens, keras_embeddings, atol=1e-5)
 

@@ -36,9 +36,10 @@ PAIRS = (
     ["hello WORLD !", "A woman is playing the piano.", "The quick brown fox jumped."],
 )
 
-# The request bodies README_EXPORT.md documents, verbatim in structure.
-# Two sentences of different token lengths, so that the columnar request pads one
-# row and `encode_tokens` must honour the client's `padding_mask`.
+# The request bodies README.md's "Serving with TensorFlow Serving" section documents,
+# verbatim in structure: two sentences of different token lengths, so that the
+# columnar request pads one row and `encode_tokens` must honour the client's
+# `padding_mask`.
 ROW_REQUEST = {"instances": ["A man is playing the guitar.", "Dogs run."]}
 
 

@@ -1,0 +1,109 @@
+"""Reading sentence-transformers folders: synthetic copies of the packaged config files."""
+
+import json
+import shutil
+
+import pytest
+
+from keras_cosent.models.sentence_transformers_config import pooling_from_config
+from keras_cosent.models.sentence_transformers_config import read_sentence_transformers_config
+
+ST_FILES = ("modules.json", "sentence_bert_config.json", "1_Pooling/config.json")
+
+
+def _st_folder(minilm_path, tmp_path, modules=None, pooling=None, bert=None):
+    folder = tmp_path / "st"
+    (folder / "1_Pooling").mkdir(parents=True)
+    for name in ST_FILES:
+        shutil.copy(minilm_path / name, folder / name)
+    for name, edit in (("modules.json", modules), ("1_Pooling/config.json", pooling),
+                       ("sentence_bert_config.json", bert)):
+        if edit is not None:
+            data = json.loads((folder / name).read_text())
+            (folder / name).write_text(json.dumps(edit(data)))
+    return folder
+
+
+def test_packaged_folder_read_as_its_json_says(minilm_path):
+    config = read_sentence_transformers_config(minilm_path)
+    bert = json.loads((minilm_path / "sentence_bert_config.json").read_text())
+    assert config["max_length"] == bert["max_seq_length"] == 256
+    assert config["do_lower_case"] is bert["do_lower_case"]
+    assert config["pooling"] == "mean"
+    assert config["normalize"] is True
+
+
+def test_not_a_sentence_transformers_folder(tmp_path):
+    assert read_sentence_transformers_config(tmp_path) is None
+    assert read_sentence_transformers_config("bert_tiny_en_uncased") is None
+
+
+def test_dense_module_refused_by_name(minilm_path, tmp_path):
+    dense = {"idx": 2, "name": "2", "path": "2_Dense",
+             "type": "sentence_transformers.models.Dense"}
+    folder = _st_folder(minilm_path, tmp_path, modules=lambda m: [m[0], m[1], dense])
+    with pytest.raises(ValueError, match=r"'2_Dense'.*sentence_transformers\.models\.Dense"):
+        read_sentence_transformers_config(folder)
+
+
+def test_cls_pooling_read_and_normalize_optional(minilm_path, tmp_path):
+    def cls(config):
+        return dict(config, pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+
+    folder = _st_folder(minilm_path, tmp_path, modules=lambda m: m[:2], pooling=cls)
+    config = read_sentence_transformers_config(folder)
+    assert config["pooling"] == "cls"
+    assert config["normalize"] is False
+
+
+@pytest.mark.parametrize(
+    "flag, name",
+    [("pooling_mode_max_tokens", "max"), ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"),
+     ("pooling_mode_weightedmean_tokens", "weighted_mean")],
+)
+def test_pooling_flags_map_onto_our_names(flag, name):
+    assert pooling_from_config({flag: True}) == name
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [({"pooling_mode_lasttoken": True}, "last-token"),
+     ({"pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}, "combined"),
+     ({}, "found none"),
+     ({"pooling_mode_mean_tokens": True, "include_prompt": False}, "include_prompt")],
+)
+def test_unsupported_pooling_refused(config, message):
+    with pytest.raises(ValueError, match=message):
+        pooling_from_config(config, "x/config.json")
+
+
+def test_from_checkpoint_reads_folder_and_explicit_option_wins(minilm_path, tmp_path):
+    from keras_cosent.models import SentenceEncoder
+
+    def cls(config):
+        return dict(config, pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+
+    folder = _st_folder(minilm_path, tmp_path, pooling=cls,
+                        bert=lambda c: dict(c, max_seq_length=200))
+    for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json",
+                 "special_tokens_map.json", "tokenizer.json"):
+        (folder / name).symlink_to(minilm_path / name)
+    encoder = SentenceEncoder.from_checkpoint(folder)
+    assert (encoder.pooling, encoder.max_length) == ("cls", 200)
+    encoder = SentenceEncoder.from_checkpoint(folder, pooling="max", max_length=64)
+    assert (encoder.pooling, encoder.max_length) == ("max", 64)
+    # No sentence-transformers files: today's defaults.
+    for name in ST_FILES:
+        (folder / name).unlink()
+    encoder = SentenceEncoder.from_checkpoint(folder)
+    assert (encoder.pooling, encoder.max_length) == ("mean", 128)
+
+
+def test_max_seq_length_beyond_positions_refused(minilm_path, tmp_path):
+    from keras_cosent.models import SentenceEncoder
+
+    folder = _st_folder(minilm_path, tmp_path, bert=lambda c: dict(c, max_seq_length=1024))
+    for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"):
+        (folder / name).symlink_to(minilm_path / name)
+    with pytest.raises(ValueError, match="max_position_embeddings 512"):
+        SentenceEncoder.from_checkpoint(folder)

@@ -1,0 +1,77 @@
+"""The packaged all-MiniLM-L6-v2 read with its own settings, against sentence-transformers.
+
+`SentenceEncoder.from_checkpoint` with no `pooling`/`max_length` reads the
+folder's `sentence_bert_config.json` (`max_seq_length` 256) and
+`1_Pooling/config.json`; sentence-transformers (torch, CPU) is the reference,
+at token lengths spread up to 256 and beyond (where both truncate).
+"""
+
+import numpy as np
+import pytest
+
+from keras_cosent.models import SentenceEncoder
+from keras_cosent.models import load_encoder
+
+TEXT = (
+    "The committee met on Tuesday to review the quarterly report, which showed that revenue "
+    "from the northern region had grown by twelve percent while costs in logistics, "
+    "marketing and customer support stayed flat. Several members asked whether the growth "
+    "could last through winter, when shipping delays usually increase and demand for "
+    "outdoor equipment falls sharply; the finance director answered that contracts signed "
+    "in August already covered most of the expected orders. Café owners in Zürich, naïve "
+    "investors and seasoned analysts alike followed the discussion closely. "
+)
+WORD_COUNTS = (3, 12, 40, 90, 118, 147, 185, 215, 229, 232, 280)
+TOL = 1e-4
+
+
+def _sentences():
+    words = (TEXT * 4).split()
+    return [" ".join(words[i: i + n]) for i, n in enumerate(WORD_COUNTS)]
+
+
+@pytest.fixture(scope="module")
+def peer(minilm_path):
+    st = pytest.importorskip("sentence_transformers")
+    model = st.SentenceTransformer(str(minilm_path), device="cpu")
+    sentences = _sentences()
+    lengths = [len(model.tokenizer(s)["input_ids"]) for s in sentences]
+    return {
+        "sentences": sentences,
+        "lengths": lengths,
+        "max_seq_length": model.max_seq_length,
+        "embeddings": model.encode(sentences, batch_size=4, convert_to_numpy=True),
+    }
+
+
+@pytest.fixture(scope="module")
+def encoder(minilm_path):
+    return SentenceEncoder.from_checkpoint(minilm_path)
+
+
+def test_lengths_cover_the_range(peer):
+    lengths = peer["lengths"]
+    assert peer["max_seq_length"] == 256
+    assert min(lengths) < 16 and max(lengths) > 256
+    assert any(150 <= n <= 175 for n in lengths)  # the issue's ~162-token case
+    assert any(240 <= n <= 256 for n in lengths)
+
+
+def test_reads_the_checkpoint_settings(encoder, peer):
+    assert encoder.max_length == peer["max_seq_length"]
+    assert encoder.pooling == "mean"
+    tokens = encoder.tokenize(peer["sentences"])
+    assert [len(t) for t in tokens] == [min(n, 256) for n in peer["lengths"]]
+
+
+@pytest.mark.parametrize("packing", [None, False])
+def test_encode_matches_sentence_transformers(encoder, peer, packing):
+    ours = encoder.encode(peer["sentences"], batch_size=4, packing=packing)
+    np.testing.assert_allclose(ours, peer["embeddings"], atol=TOL, rtol=0)
+
+
+def test_cli_loader_passes_none(minilm_path):
+    from recipes.model_loading import load_encoder as cli_load_encoder
+
+    assert cli_load_encoder("all-MiniLM-L6-v2").max_length == 256
+    assert load_encoder(str(minilm_path), max_length=64).max_length == 64
