@@ -110,3 +110,16 @@ def packed_pass_shapes(encoder, token_lists, batch_size):
     (the layout `SentenceEncoder` itself builds)."""
     return [inputs["token_ids"].shape
             for inputs, _ in encoder._packed_batches(token_lists, batch_size)]
+
+
+def library_module(name):
+    """`keras_cosent.<name>` if this checkout's package has it, else None (an editable
+    install of another checkout must not answer for this one)."""
+    import importlib
+    import importlib.util
+
+    # find_spec does not import the package (which would fix Keras' backend too early)
+    root = pathlib.Path(importlib.util.find_spec("keras_cosent").origin).parent
+    if not ((root / f"{name}.py").exists() or (root / name / "__init__.py").exists()):
+        return None
+    return importlib.import_module(f"keras_cosent.{name}")
