@@ -6,23 +6,23 @@ one warm-up epoch, then `--epochs` timed ones. Small enough to run under
 `/usr/bin/time` or `strace -c` and see what the process costs the kernel, e.g.
 
     /usr/bin/time -f "%U s user, %S s system, %R minor faults, %M KiB peak" \
-        .venv/bin/python bench/train_steps.py --stack tensorflow
+        .venv/bin/python -m bench tool train-steps --stack tensorflow
     /usr/bin/time -f "..." \
-        .venv/bin/python bench/train_steps.py --stack tensorflow --off tf_bfc_allocator
+        .venv/bin/python -m bench tool train-steps --stack tensorflow --off tf_bfc_allocator
 
 It also prints, per epoch, the seconds between the last step's end and `fit`'s
 return: on TensorFlow with tf.data autotuning left on (`--off tf_data_autotune_off`,
 Keras' default), the old iterator's destructor can hold an epoch there until
 its autotuning thread wakes (`keras_cosent.runtime`):
 
-    .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12 --off tf_data_autotune_off
-    .venv/bin/python bench/train_steps.py --stack tensorflow --epochs 12
+    .venv/bin/python -m bench tool train-steps --stack tensorflow --epochs 12 --off tf_data_autotune_off
+    .venv/bin/python -m bench tool train-steps --stack tensorflow --epochs 12
 
 and on JAX, glibc keeping freed memory (`glibc_pool`, as `keras-cosent` sets it)
 against its default of mapping large blocks afresh:
 
-    /usr/bin/time -f "..." .venv/bin/python bench/train_steps.py --stack jax --pairs 512 --epochs 3
-    /usr/bin/time -f "..." .venv/bin/python bench/train_steps.py --stack jax --pairs 512 --epochs 3 \
+    /usr/bin/time -f "..." .venv/bin/python -m bench tool train-steps --stack jax --pairs 512 --epochs 3
+    /usr/bin/time -f "..." .venv/bin/python -m bench tool train-steps --stack jax --pairs 512 --epochs 3 \
         --off glibc_pool
 """
 

@@ -1,0 +1,69 @@
+"""`python -m bench`: the benchmark harness.
+
+    python -m bench train-speed  [--stacks peer,tensorflow,jax,torch] [--rounds N]
+                                 [--toggle NAME=on|off ...] [--size tiny|default] --out FILE.jsonl
+    python -m bench encode-speed ...     (same options; encoding only)
+    python -m bench memory ...           (same options; peak RSS of a training run)
+    python -m bench quality [bench/quality.py options]   (4-epoch STS runs; hours)
+    python -m bench report FILE.jsonl    (medians and per-round ratios to the peer)
+    python -m bench tool NAME [options]  (NAME: train-steps, profile-train,
+                                          profile-encode-torch, machine-limit, peer-sts)
+"""
+
+import argparse
+import runpy
+import sys
+
+TOOLS = {"train-steps": "bench.train_steps",
+         "profile-train": "bench.profile_train",
+         "profile-encode-torch": "bench.profile_encode_torch",
+         "machine-limit": "bench.machine_limit",
+         "peer-sts": "bench.peer_sts"}
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command == "report":
+        from bench.harness import report
+
+        p = argparse.ArgumentParser(prog="python -m bench report")
+        p.add_argument("file")
+        report(p.parse_args(rest).file)
+        return 0
+    if command in ("quality", "tool"):
+        if command == "tool":
+            if not rest or rest[0] not in TOOLS:
+                raise SystemExit(f"tool: expected one of {sorted(TOOLS)}, got {rest[:1]}")
+            module, rest = TOOLS[rest[0]], rest[1:]
+        else:
+            module = "bench.quality"
+        sys.argv = [module, *rest]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return 0
+    from bench import harness, toggles
+
+    if command not in harness.SUITE_FIGURES:
+        raise SystemExit(f"unknown suite {command!r}: expected one of "
+                         f"{sorted(harness.SUITE_FIGURES)}, quality, report or tool")
+    p = argparse.ArgumentParser(prog=f"python -m bench {command}")
+    p.add_argument("--stacks", default="peer,tensorflow,jax,torch")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--toggle", action="append", default=[], metavar="NAME=on|off")
+    p.add_argument("--size", choices=sorted(harness.SIZES), default="default")
+    p.add_argument("--out", required=True)
+    args = p.parse_args(rest)
+    stacks = args.stacks.split(",")
+    bad = [s for s in stacks if s not in ("peer", "tensorflow", "jax", "torch")]
+    if bad:
+        raise SystemExit(f"--stacks: unknown {bad}; expected peer, tensorflow, jax, torch")
+    harness.run(command, stacks, args.rounds, args.size, toggles.parse(args.toggle), args.out)
+    harness.report(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The benchmark harness: runs a suite's stacks, each in its own child process,
+interleaved round by round, and appends one JSON line per (round, stack) recording
+the figures, toggles, config, machine, library versions and git commit.
+
+Schema of a result line (every key present): `schema` (1), `suite`, `stack`, `round`,
+`figures` (dict of numbers), `toggles`, `pieces` (runtime pieces in effect in the child),
+`config`, `machine` {cpu, cores, memory_gib}, `versions` {python, keras, keras_hub,
+tensorflow, jax, torch, sentence_transformers, keras_cosent}, `git` {commit, dirty},
+`load_average_after`, `timestamp` (UTC, ISO 8601).
+"""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+from bench.common import REPO_ROOT
+
+SCHEMA = 1
+KEYS = ("schema", "suite", "stack", "round", "figures", "toggles", "pieces", "config",
+        "machine", "versions", "git", "load_average_after", "timestamp")
+SIZES = {
+    # pairs trained, STS-B test pairs encoded (None: all 1,379, i.e. 2,758 sentences)
+    "default": {"pairs": 512, "encode_pairs": None, "batch_size": 16, "max_length": 64,
+                "encode_batch_size": 32, "seed": 0, "packing": True},
+    "tiny": {"pairs": 8, "encode_pairs": 8, "batch_size": 4, "max_length": 16,
+             "encode_batch_size": 8, "seed": 0, "packing": True},
+}
+SUITE_FIGURES = {
+    "train-speed": ("train_pairs_per_s", "encode_sentences_per_s"),
+    "encode-speed": ("encode_sentences_per_s",),
+    "memory": ("peak_rss_mib",),
+}
+PACKAGES = {"keras": "keras", "keras_hub": "keras-hub", "tensorflow": "tensorflow",
+            "jax": "jax", "torch": "torch", "sentence_transformers": "sentence-transformers",
+            "keras_cosent": "keras-cosent"}
+
+
+def machine():
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
+    except OSError:
+        pass
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        memory = float("nan")
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory, 1)}
+
+
+def versions():
+    out = {"python": platform.python_version()}
+    for key, dist in PACKAGES.items():
+        try:
+            out[key] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[key] = None
+    return out
+
+
+def git_state():
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True,
+                              text=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def run(suite, stacks, rounds, size, toggles, out, log=print):
+    """Runs `suite` for `rounds` rounds over `stacks` and appends lines to `out`;
+    returns the lines."""
+    config = dict(SIZES[size], size=size)
+    common = {"schema": SCHEMA, "suite": suite, "toggles": toggles, "config": config,
+              "machine": machine(), "versions": versions(), "git": git_state()}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    lines = []
+    if os.path.dirname(os.path.abspath(out)):
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    for rnd in range(1, rounds + 1):
+        for stack in stacks:
+            cmd = [sys.executable, "-m", "bench.stacks", "--stack", stack,
+                   "--config", json.dumps(config), "--toggles", json.dumps(toggles)]
+            if suite == "encode-speed":
+                cmd.append("--no-train")
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env=env)
+            got = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+            if proc.returncode != 0 or not got:
+                sys.stderr.write(proc.stderr[-3000:])
+                raise SystemExit(f"{suite} round {rnd}: stack {stack} failed "
+                                 f"(exit {proc.returncode})")
+            child = json.loads(got[-1])
+            line = dict(common, stack=stack, round=rnd, figures=child["figures"],
+                        pieces=child["pieces"],
+                        load_average_after=[round(x, 2) for x in os.getloadavg()],
+                        timestamp=datetime.datetime.now(datetime.timezone.utc).isoformat())
+            with open(out, "a") as f:
+                f.write(json.dumps(line) + "\n")
+            lines.append(line)
+            log(f"round {rnd} {stack:<11}" + "  ".join(
+                f"{k} {line['figures'][k]:.2f}" for k in SUITE_FIGURES[suite]))
+    return lines
+
+
+def read_lines(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def summarize(lines, base="peer"):
+    """Per (suite, stack, figure): median over rounds, and against `base` (the peer) the
+    per-round ratios (each round's figure over the base's in the same round), their
+    median and range. Returns a list of dicts."""
+    rows = []
+    for suite in dict.fromkeys(l["suite"] for l in lines):
+        sl = [l for l in lines if l["suite"] == suite]
+        for stack in dict.fromkeys(l["stack"] for l in sl):
+            for fig in SUITE_FIGURES.get(suite, ()):
+                mine = {l["round"]: l["figures"][fig] for l in sl if l["stack"] == stack}
+                ref = {l["round"]: l["figures"][fig] for l in sl if l["stack"] == base}
+                ratios = [mine[r] / ref[r] for r in sorted(mine) if r in ref]
+                rows.append({
+                    "suite": suite, "stack": stack, "figure": fig, "rounds": len(mine),
+                    "median": statistics.median(mine.values()),
+                    "ratios": ratios,
+                    "ratio_median": statistics.median(ratios) if ratios else None,
+                    "ratio_min": min(ratios) if ratios else None,
+                    "ratio_max": max(ratios) if ratios else None})
+    return rows
+
+
+def report(path, log=print):
+    rows = summarize(read_lines(path))
+    log(f"{'suite':<13}{'stack':<12}{'figure':<30}{'rounds':>6}{'median':>10}"
+        f"{'ratio (median round)':>22}{'range':>14}  per round")
+    for r in rows:
+        ratio = "" if r["ratio_median"] is None else f"{r['ratio_median']:.2f}"
+        rng = "" if r["ratio_min"] is None else f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}"
+        log(f"{r['suite']:<13}{r['stack']:<12}{r['figure']:<30}{r['rounds']:>6}"
+            f"{r['median']:>10.2f}{ratio:>22}{rng:>14}  "
+            + ", ".join(f"{x:.2f}" for x in r["ratios"]))
+    return rows
