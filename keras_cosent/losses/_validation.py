@@ -37,6 +37,14 @@ def check_finite_float(name, value):
     return float(value)
 
 
+def check_non_negative_float(name, value):
+    """Returns `value` as a float, or raises if it is not a finite number >= 0."""
+    value = check_finite_float(name, value)
+    if value < 0:
+        raise ValueError(f"`{name}` should be a float >= 0. Received: `{name}`={value!r}")
+    return value
+
+
 def check_bool(name, value):
     """Returns `value`, or raises if it is not a Python bool."""
     if not isinstance(value, bool):

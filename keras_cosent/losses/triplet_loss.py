@@ -7,7 +7,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
-from keras_cosent.losses._validation import check_finite_float
+from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.utils.similarity import l2_normalize
 
 DISTANCES = ("cosine", "euclidean")
@@ -128,11 +128,7 @@ class TripletLoss(keras.losses.Loss):
         reduction="sum_over_batch_size",
     ):
         super().__init__(name=name, reduction=reduction)
-        self.margin = check_finite_float("margin", margin)
-        if self.margin < 0:
-            raise ValueError(
-                f"`margin` should be a float >= 0. Received: `margin`={margin!r}"
-            )
+        self.margin = check_non_negative_float("margin", margin)
         if distance not in DISTANCES:
             raise ValueError(
                 f"`distance` should be one of {DISTANCES}. "
