@@ -71,12 +71,21 @@ def test_build_trains_as_the_published_set_up_does():
     assert float(setup.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-9)  # decayed to 0
 
 
+# Objectives whose batches or model differ from CoSENT's (group labels, unique
+# texts, a classifier head) take a real fit step here; angle and cosine-mse share
+# CoSENT's layout, and every objective trains through the CLI in the slow tests.
+FIT = ("sbert-softmax", "infonce", "simcse")
+
+
 @pytest.mark.parametrize("name", ["cosent", "angle", "cosine-mse", "sbert-softmax", "infonce",
                                   "simcse"])
-def test_every_objective_builds_and_takes_a_step(name):
+def test_every_objective_builds(name):
     setup = build(tiny_encoder(), pairs(), name, batch_size=4, epochs=1, learning_rate=1e-3)
-    history = setup.model.fit(setup.batches, epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
+    if name in FIT:
+        history = setup.model.fit(setup.batches, epochs=1, verbose=0)
+        assert np.isfinite(history.history["loss"]).all()
+    x, y = setup.batches[0]
+    assert np.isfinite(keras.ops.convert_to_numpy(setup.loss(y, setup.model(x))))
     assert isinstance(setup.loss, OBJECTIVES[name].loss)
     if name == "infonce":  # the pairs scored above 2.5 are its positives
         assert len(setup.dataset) == int(np.sum(SCORES > 2.5))
