@@ -6,7 +6,7 @@ the FLOPs of one CoSENT training pair and one encoded sentence of the packaged
 all-MiniLM-L6-v2 at the STS-B sentences' own lengths (the useful work, which no
 layout goes below; since the keras stacks pack, they compute fewer padding
 positions than a padded layout, so padded lengths would no longer bound them),
-and, given a bench/speed.py JSON, reports the fraction of the ceiling each
+and, given the JSON of the speed script at commit fdca9ec, reports the fraction of the ceiling each
 stack reaches.
 
     .venv/bin/python bench/machine_limit.py --speed-json bench/results/speed.json

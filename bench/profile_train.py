@@ -1,7 +1,7 @@
 """Profile one timed training epoch of the keras stack with the backend's own profiler.
 
 TensorFlow's and JAX's profilers both write an XSpace (`*.xplane.pb`); this
-script runs the same set-up as `bench/speed_worker.py` (packaged all-MiniLM-L6-v2,
+script runs the same set-up as `bench/stacks.py` (packaged all-MiniLM-L6-v2,
 first `--pairs` STS-B train pairs, batch 16, CoSENT, the recipes' AdamW), one
 warm-up epoch, then one epoch under the profiler, and prints the host events
 that took the most time, summed by name over all threads, next to the epoch's

@@ -73,7 +73,7 @@ class SiameseEncoder(keras.Model):
 
         Keras leaves `jit_compile="auto"` off on CPU-only TensorFlow; for a
         transformer train step that costs about 4x (measured with
-        `bench/speed.py`: 3.1 vs 12.3 MiniLM pairs/s on 2 cores), since plain
+        the speed benchmark: 3.1 vs 12.3 MiniLM pairs/s on 2 cores), since plain
         graph mode runs hundreds of small unfused kernels per step. Batches
         padded to a multiple of 8 keep the number of compiled shapes small.
         Pass `jit_compile=False` to opt out.

@@ -8,7 +8,7 @@ def resolve_jit_compile(model, jit_compile="auto", run_eagerly=False):
 
     Keras resolves `jit_compile="auto"` to False on a CPU-only TensorFlow, so a
     transformer runs as a plain graph of hundreds of small unfused kernels. On
-    2 CPU cores (`bench/speed.py`, BENCHMARKS.md) XLA makes a MiniLM train step
+    2 CPU cores (the speed benchmark, BENCHMARKS.md) XLA makes a MiniLM train step
     about 4x faster and encoding about 1.9x faster. This turns XLA on for
     TensorFlow when the caller left `"auto"`, unless the model runs eagerly or
     under a `tf.distribute` strategy (where Keras keeps XLA off); every other

@@ -6,7 +6,8 @@ passes over every parameter, with temporaries; for all-MiniLM-L6-v2 (22.6M
 parameters, half of them the word embeddings, whose gradient is dense) that
 is 0.23-0.30 s per step on 2 CPU cores, a third of a training step, where torch's
 fused AdamW kernel, which sentence-transformers' trainer uses by default, takes
-0.014-0.017 s (`bench/optimizer_step.py`).
+0.014-0.017 s (measured with `bench/optimizer_step.py`, a probe kept in git
+history at commit fdca9ec).
 
 This is the one optimizer in the library that is backend-specific by nature:
 it calls PyTorch (imported inside its update, on the torch backend only) where
