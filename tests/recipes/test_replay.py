@@ -65,19 +65,3 @@ def test_every_valued_option_round_trips():
         parsed = _parsed_options(command_line(ctx, config))
     assert {k: parsed[k] for k in config if k in parsed} == {
         k: v for k, v in config.items() if k in parsed}
-
-
-def test_a_no_packing_run_replays_unpacked(cli, tiny_checkpoint, small_train, tmp_path):
-    args = ["train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
-            "--batch-size", 8, "--max-length", 16, "--no-packing", "--output", tmp_path / "a"]
-    assert cli(*args).exit_code == 0
-    record = json.loads((tmp_path / "a" / "config.json").read_text())
-    assert record["config"]["packing"] is False
-    assert "--no-packing" in shlex.split(record["command"])
-    words = shlex.split(record["command"])[1:]
-    words[words.index("--output") + 1] = str(tmp_path / "b")
-    result = cli(*words)
-    assert result.exit_code == 0, result.output
-    again = json.loads((tmp_path / "b" / "config.json").read_text())
-    assert {**again["config"], "output": None} == {**record["config"], "output": None}
-    assert main.commands["train"] is train

@@ -78,8 +78,11 @@ def test_batches_are_packed_unless_asked_not_to(cli, tiny_checkpoint, small_trai
     result = cli(*args, *([flag] if flag else []))
     assert result.exit_code == 0, result.output
     assert made and all(("pack_ids" in keys) is packed for keys in made)
-    config = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
-    assert config["packing"] is packed
+    record = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert record["config"]["packing"] is packed
+    # The stored command replays the same layout (tests/recipes/test_replay.py
+    # parses it back for every boolean option).
+    assert ("--packing" if packed else "--no-packing") in shlex.split(record["command"])
 
 
 def test_the_recorded_command_repeats_the_run(cli, trained_run, tmp_path):
