@@ -13,13 +13,13 @@ import pathlib
 
 import numpy as np
 
+from keras_cosent.training.objectives import COLUMN_FORMATS
 from recipes.errors import CliError
 
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
 DEMO_TRAIN = DATA_DIR / "demo-train.tsv"
 DEMO_DEV = DATA_DIR / "demo-dev.tsv"
 DEMO_FORMAT = "pair-tsv"
-COLUMN_FORMATS = ("csv", "tsv", "jsonl")
 
 
 def _read(path, format, text_columns, label_column, **options):

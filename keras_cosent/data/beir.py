@@ -42,8 +42,8 @@ class RetrievalDataset:
         return list(self.queries)
 
 
-def _read_jsonl(path, fields):
-    rows = {}
+def _json_objects(path):
+    """Yields `(line_number, object)` for each non-blank line of a JSON-lines file."""
     with open(path, encoding="utf-8") as f:
         for line_number, line in enumerate(f, start=1):
             if not line.strip():
@@ -54,22 +54,28 @@ def _read_jsonl(path, fields):
                 raise DataFormatError(path, line_number, f"malformed JSON: {error.msg}") from None
             if not isinstance(row, dict):
                 raise DataFormatError(path, line_number, f"expected a JSON object, got {row!r:.60}")
-            if "_id" not in row or str(row["_id"]).strip() == "":
-                raise DataFormatError(path, line_number, "missing or empty `_id`")
-            doc_id = str(row["_id"])
-            if doc_id in rows:
-                raise DataFormatError(path, line_number, f"duplicate `_id` {doc_id!r}")
-            values = []
-            for field in fields:
-                value = row.get(field, "")
-                if value is None:
-                    value = ""
-                if not isinstance(value, str):
-                    raise DataFormatError(
-                        path, line_number, f"`{field}` should be a string, got {value!r:.60}"
-                    )
-                values.append(value)
-            rows[doc_id] = values
+            yield line_number, row
+
+
+def _read_jsonl(path, fields):
+    rows = {}
+    for line_number, row in _json_objects(path):
+        if "_id" not in row or str(row["_id"]).strip() == "":
+            raise DataFormatError(path, line_number, "missing or empty `_id`")
+        doc_id = str(row["_id"])
+        if doc_id in rows:
+            raise DataFormatError(path, line_number, f"duplicate `_id` {doc_id!r}")
+        values = []
+        for field in fields:
+            value = row.get(field, "")
+            if value is None:
+                value = ""
+            if not isinstance(value, str):
+                raise DataFormatError(
+                    path, line_number, f"`{field}` should be a string, got {value!r:.60}"
+                )
+            values.append(value)
+        rows[doc_id] = values
     if not rows:
         raise DataFormatError(path, None, "no rows")
     return rows
@@ -168,35 +174,26 @@ def read_retrieval_triplets(path, num_negatives=None):
     (counted in `skipped`).
     """
     rows, skipped = [], 0
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, start=1):
-            if not line.strip():
+    for line_number, record in _json_objects(path):
+        for key in ("query", "positive"):
+            if not isinstance(record.get(key), str):
+                raise DataFormatError(path, line_number, f"`{key}` missing or not a string")
+        negatives = record.get("negatives", [])
+        if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
+            raise DataFormatError(path, line_number, "`negatives` should be a list of strings")
+        if num_negatives is not None:
+            if len(negatives) < num_negatives:
+                skipped += 1
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataFormatError(path, line_number, f"malformed JSON: {error.msg}") from None
-            if not isinstance(record, dict):
-                raise DataFormatError(path, line_number, f"expected a JSON object, got {record!r:.60}")
-            for key in ("query", "positive"):
-                if not isinstance(record.get(key), str):
-                    raise DataFormatError(path, line_number, f"`{key}` missing or not a string")
-            negatives = record.get("negatives", [])
-            if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
-                raise DataFormatError(path, line_number, "`negatives` should be a list of strings")
-            if num_negatives is not None:
-                if len(negatives) < num_negatives:
-                    skipped += 1
-                    continue
-                negatives = negatives[:num_negatives]
-            elif rows and len(negatives) != len(rows[0]) - 2:
-                raise DataFormatError(
-                    path,
-                    line_number,
-                    f"{len(negatives)} negatives where earlier rows have {len(rows[0]) - 2}; "
-                    "pass num_negatives= to cut rows to one length",
-                )
-            rows.append([record["query"], record["positive"]] + negatives)
+            negatives = negatives[:num_negatives]
+        elif rows and len(negatives) != len(rows[0]) - 2:
+            raise DataFormatError(
+                path,
+                line_number,
+                f"{len(negatives)} negatives where earlier rows have {len(rows[0]) - 2}; "
+                "pass num_negatives= to cut rows to one length",
+            )
+        rows.append([record["query"], record["positive"]] + negatives)
     if not rows:
         raise DataFormatError(path, None, "no rows")
     return PairDataset([list(c) for c in zip(*rows)], None, str(path), skipped=skipped)

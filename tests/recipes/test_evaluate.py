@@ -15,6 +15,15 @@ def read_pairs(path):
     return [r[0] for r in rows], [r[1] for r in rows], np.array([float(r[2]) for r in rows])
 
 
+def assert_equals_scipy(record, encoder, first, second, scores):
+    """`evaluate`'s Spearman/Pearson equal SciPy's on cosines computed here in NumPy."""
+    a = np.asarray(encoder.encode(first), dtype="float64")
+    b = np.asarray(encoder.encode(second), dtype="float64")
+    cosines = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert record["spearman"] == pytest.approx(100 * stats.spearmanr(scores, cosines)[0], abs=1e-3)
+    assert record["pearson"] == pytest.approx(100 * stats.pearsonr(scores, cosines)[0], abs=1e-3)
+
+
 def test_json_matches_scipy_on_numpy_cosines(cli, trained_run, tmp_path):
     out = tmp_path / "eval.json"
     result = cli("evaluate", trained_run["output"], trained_run["dev"], "--json", out)
@@ -23,12 +32,8 @@ def test_json_matches_scipy_on_numpy_cosines(cli, trained_run, tmp_path):
 
     first, second, scores = read_pairs(trained_run["dev"])
     encoder = keras.saving.load_model(trained_run["output"] / "encoder.keras")
-    a = np.asarray(encoder.encode(first), dtype="float64")
-    b = np.asarray(encoder.encode(second), dtype="float64")
-    cosines = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     assert record["pairs"] == len(scores) == 24
-    assert record["spearman"] == pytest.approx(100 * stats.spearmanr(scores, cosines)[0], abs=1e-3)
-    assert record["pearson"] == pytest.approx(100 * stats.pearsonr(scores, cosines)[0], abs=1e-3)
+    assert_equals_scipy(record, encoder, first, second, scores)
     assert record["format"] == "pair-tsv"
     # The table printed shows the same numbers.
     assert f"{record['spearman']:.2f}" in result.stdout
@@ -89,11 +94,7 @@ def test_evaluate_on_sts_benchmark_dev_equals_scipy(cli, shared_data, tmp_path):
     from recipes.model_loading import load_encoder
 
     encoder = load_encoder("all-MiniLM-L6-v2", max_length=64)
-    a = np.asarray(encoder.encode(first), dtype="float64")
-    b = np.asarray(encoder.encode(second), dtype="float64")
-    cosines = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     assert record["pairs"] == len(scores) == 300
-    assert record["spearman"] == pytest.approx(100 * stats.spearmanr(scores, cosines)[0], abs=1e-3)
-    assert record["pearson"] == pytest.approx(100 * stats.pearsonr(scores, cosines)[0], abs=1e-3)
+    assert_equals_scipy(record, encoder, first, second, scores)
     # A real model, so the value means something: MiniLM reaches the 80s on STS-B.
     assert record["spearman"] > 75
