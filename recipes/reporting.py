@@ -52,12 +52,31 @@ def history_rows(history, percent_suffixes=()):
         row = {"epoch": epoch + 1}
         for key in keys:
             values = history[key]
-            value = float(values[epoch]) if epoch < len(values) else None
+            value = values[epoch] if epoch < len(values) else None
+            value = None if value is None else float(value)
             if value is not None and key.endswith(tuple(percent_suffixes)):
                 value *= 100.0
             row[key] = value
         rows.append(row)
     return rows
+
+
+def read_epoch_log(path):
+    """Reads a `keras.callbacks.CSVLogger` file into a `History.history`-style dict.
+
+    An epoch logged twice (a resumed run repeats the epoch it was killed in
+    after logging it) keeps its last row.
+    """
+    by_epoch = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            by_epoch[int(row.pop("epoch"))] = row
+    history = {}
+    for epoch in sorted(by_epoch):
+        for key, value in by_epoch[epoch].items():
+            history.setdefault(key, []).append(float(value) if value not in ("", "NA", None) else None)
+    # CSVLogger adds an empty val_ column for every key when fit has no validation data.
+    return {key: values for key, values in history.items() if any(v is not None for v in values)}
 
 
 def write_metrics(directory, rows):

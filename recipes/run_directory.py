@@ -5,6 +5,11 @@ staging directory beside `--output` and renames it into place at the very end, s
 an interrupted or failed run leaves nothing half-written. `config.json` records the
 run's configuration; a directory whose stored configuration differs from the new
 one is refused rather than overwritten, and an identical one is reused.
+
+Training state is backed up after every epoch into a second hidden directory
+beside `--output` (`.NAME.resume`), which survives an interruption: `train
+--resume` continues from it, `--overwrite` discards it, and a plain `train`
+refuses to start over it. It is removed once the run is published.
 """
 
 import contextlib
@@ -17,6 +22,7 @@ import tempfile
 from recipes.errors import CliError
 
 CONFIG_FILE = "config.json"
+BACKUP_SUFFIX = ".resume"
 # Where a run lives is not part of what it is: a moved run is the same run.
 IGNORED_KEYS = ("output",)
 
@@ -80,6 +86,65 @@ class RunDirectory:
                 f"{', '.join(differences)}); choose another --output or pass --overwrite"
             )
         return "same"
+
+    @property
+    def backup_path(self):
+        """Where the interrupted run's training state lives: `.NAME.resume` beside `path`."""
+        return self.path.absolute().parent / f".{self.path.name}{BACKUP_SUFFIX}"
+
+    def backup(self, config, resume=False):
+        """Prepares the backup directory for a run of `config`; returns `(path, resumed)`.
+
+        `resumed` is True when `path` holds the state of an interrupted run of
+        the same configuration and `resume` was asked for. An interrupted run's
+        state is never silently discarded: without `resume` it is refused
+        unless `overwrite`, and with it a different configuration is refused.
+        """
+        path = self.backup_path
+        if path.exists():
+            stored = None
+            try:
+                with open(path / CONFIG_FILE, encoding="utf-8") as f:
+                    stored = json.load(f)["config"]
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+            if self.overwrite or (stored is None and not resume):
+                shutil.rmtree(path)
+            elif stored is None:
+                raise CliError(
+                    f"--resume: {path} holds no readable {CONFIG_FILE}; pass --overwrite "
+                    "to start again"
+                )
+            elif not resume:
+                raise CliError(
+                    f"--output {self.path} has an interrupted run (its state is in {path}); "
+                    "pass --resume to continue it or --overwrite to start again"
+                )
+            else:
+                differences = config_differences(stored, config)
+                if differences:
+                    raise CliError(
+                        f"--resume: the interrupted run in {path} differs in "
+                        f"{', '.join(differences)}; pass the same options or --overwrite "
+                        "to start again"
+                    )
+                self._remove_stale_staging()
+                return path, True
+        path.mkdir(parents=True)
+        partial = path / f"{CONFIG_FILE}.partial"
+        with open(partial, "w", encoding="utf-8") as f:
+            json.dump({"config": config}, f, indent=2)
+        os.replace(partial, path / CONFIG_FILE)
+        return path, False
+
+    def _remove_stale_staging(self):
+        # A killed run cannot remove its staging directory; the resumed run
+        # replaces it.
+        for stale in self.path.absolute().parent.glob(f".{self.path.name}.partial-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+
+    def remove_backup(self):
+        shutil.rmtree(self.backup_path, ignore_errors=True)
 
     @contextlib.contextmanager
     def staging(self):

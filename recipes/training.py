@@ -16,6 +16,7 @@ import warnings
 
 import keras
 
+from keras_cosent.callbacks import ResumableTraining
 from keras_cosent.callbacks import SpearmanEvaluator
 from keras_cosent.training import build
 from keras_cosent.training import get_objective
@@ -27,6 +28,9 @@ from recipes.model_loading import load_encoder
 from recipes.options import parse_text_columns
 
 DEV_NAME = "dev"
+# Per-epoch logs kept in the backup directory, so that a resumed run's metrics
+# hold the epochs trained before the interruption too.
+EPOCH_LOG = "epochs.csv"
 
 
 def read_datasets(config):
@@ -58,8 +62,13 @@ def read_datasets(config):
     return train, train_format, evaluation["dev"], evaluation["test"]
 
 
-def train_encoder(config, directory, env):
+def train_encoder(config, directory, env, backup_dir):
     """Trains as `config` says and writes the run's files into `directory`.
+
+    `backup_dir` holds the training state after every epoch
+    (`keras_cosent.callbacks.ResumableTraining`, Keras' `BackupAndRestore`) and
+    the per-epoch logs; when it holds an interrupted run's state, training
+    continues from there. The caller removes it once the run is published.
 
     Returns:
         The final evaluation results, `{split: {"pairs", "spearman", "pearson"}}`.
@@ -97,6 +106,12 @@ def train_encoder(config, directory, env):
         callbacks.append(
             SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
         )
+    callbacks += [
+        keras.callbacks.CSVLogger(str(backup_dir / EPOCH_LOG), append=True),
+        # Last, so that the state is saved after the epoch's logs are written: a
+        # run killed in between repeats the epoch, and its logged row is replaced.
+        ResumableTraining(backup_dir, batches, delete_checkpoint=False),
+    ]
     env.note(
         f"training {config['loss']} on {len(setup.dataset)} rows ({train.source}): "
         f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
@@ -110,7 +125,10 @@ def train_encoder(config, directory, env):
             "ignore", message=r"Gradients do not exist for variables \['pooled_dense/\w+', "
             r"'pooled_dense/\w+'\]"
         )
-        history = model.fit(batches, epochs=config["epochs"], callbacks=callbacks, verbose=1)
+        # shuffle=False: the batches shuffle themselves from the seed and the
+        # epoch number, which a resumed run restores; Keras' own shuffle of the
+        # batch order draws from Python's global generator, which it would not.
+        model.fit(batches, epochs=config["epochs"], callbacks=callbacks, verbose=1, shuffle=False)
     train_seconds = time.time() - start
 
     if dev is not None:
@@ -119,7 +137,8 @@ def train_encoder(config, directory, env):
         results["test"] = evaluate_sts(encoder, test)
 
     encoder.save(directory / ENCODER_FILE)
-    rows = reporting.history_rows(history.history, percent_suffixes=("_spearman", "_pearson"))
+    history = reporting.read_epoch_log(backup_dir / EPOCH_LOG)
+    rows = reporting.history_rows(history, percent_suffixes=("_spearman", "_pearson"))
     reporting.write_metrics(directory, rows)
     if dev is None:
         reporting.plot_training(directory / reporting.PLOT_FILE, rows)

@@ -1,4 +1,5 @@
-"""Training callbacks: corpus-level STS evaluation after every epoch."""
+"""Training callbacks: corpus-level STS and retrieval evaluation after every epoch, resuming."""
 
 from keras_cosent.callbacks.spearman_evaluator import SpearmanEvaluator
 from keras_cosent.callbacks.retrieval_evaluator import RetrievalEvaluator
+from keras_cosent.callbacks.resumable_training import ResumableTraining

@@ -341,9 +341,26 @@ class PairBatches(keras.utils.PyDataset):
         return x, self._targets[rows]
 
     def on_epoch_end(self):
-        self._epoch += 1
-        if self.shuffle:
-            self._batches = self._plan_epoch(self._epoch)
+        self.set_epoch(self._epoch + 1)
+
+    @property
+    def epoch(self):
+        """The 0-based epoch whose batches `__getitem__` serves."""
+        return self._epoch
+
+    def set_epoch(self, epoch):
+        """Serves epoch `epoch`'s batches, as if `epoch` epochs had gone before.
+
+        The order of every epoch depends only on `seed` and the epoch number, so
+        a run restored at epoch `k` (`keras_cosent.callbacks.ResumableTraining`)
+        sees the batches an uninterrupted run would.
+        """
+        epoch = int(epoch)
+        if epoch < 0:
+            raise ValueError(f"`epoch` should be >= 0. Received: `epoch`={epoch}")
+        if epoch != self._epoch and self.shuffle:
+            self._batches = self._plan_epoch(epoch)
+        self._epoch = epoch
 
     @property
     def num_tokens(self):

@@ -28,7 +28,7 @@ from recipes.reporting import RESULTS_FILE
 from recipes.run_directory import RunDirectory
 
 # Options that say what to do with an existing run, not what the run is.
-NOT_CONFIG = ("overwrite",)
+NOT_CONFIG = ("overwrite", "resume")
 
 _RECIPE_LIST = "\n".join(f"  {name:<13} {recipe.summary}" for name, recipe in RECIPES.items())
 
@@ -107,7 +107,12 @@ evaluates on its 80 dev pairs."""
 @click.option("--output", type=click.Path(file_okay=False), required=True, show_default=True,
               help="Run directory to create; an identical finished run there is reused.")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
-              help="Replace a different keras-cosent run in --output.")
+              help="Replace a different keras-cosent run in --output (and discard an "
+              "interrupted one).")
+@click.option("--resume", is_flag=True, default=False, show_default=True,
+              help="Continue an interrupted run of the same options from its last finished "
+              "epoch (state is backed up after every epoch), to the weights an "
+              "uninterrupted run ends with.")
 @backend_option
 @pass_environment
 @click.pass_context
@@ -120,6 +125,7 @@ def train(ctx, env, **options):
     """
     options = apply_recipe(ctx, options)
     overwrite = options.pop("overwrite")
+    resume = options.pop("resume")
     # In the order --help lists them, not the order they were typed.
     options = {p.name: options[p.name] for p in ctx.command.params if p.name in options}
     env.activate_backend()
@@ -142,9 +148,15 @@ def train(ctx, env, **options):
 
     from recipes.training import train_encoder
 
+    backup, resumed = run_directory.backup(config, resume=resume)
+    if resumed:
+        env.note(f"resuming the interrupted run from its state in {backup}")
+    elif resume:
+        env.note("--resume: no interrupted run of --output to continue; training from the start")
     with run_directory.staging() as staging:
-        results = train_encoder(config, staging, env)
+        results = train_encoder(config, staging, env, backup)
         write_config(staging / CONFIG_FILE, config, command_line(ctx, config))
+    run_directory.remove_backup()
     from recipes.reporting import results_table
 
     if results:

@@ -1,0 +1,164 @@
+"""`ResumableTraining`: Keras' `BackupAndRestore` that also restores the batch order.
+
+`keras.callbacks.BackupAndRestore` saves the model's and the optimizer's
+variables (the dropout seed generators and the step counter of the learning-rate
+schedule included) at the end of every epoch and, when `fit` is started again
+after an interruption, restores them and starts at the epoch after the last
+saved one. Two things a restored run needs are not in that backup:
+
+- the batch order: a `keras_cosent.data.PairBatches` reshuffles in
+  `on_epoch_end`, which Keras does not call for the epochs it skips, so a
+  restored run would see epoch 0's batches again;
+- the dropout masks: the states of the layers' `keras.random.SeedGenerator`s
+  are not weights, and restart from their initial values; on PyTorch, Keras
+  draws the masks of unseeded dropout layers (keras-hub's) from torch's global
+  generator, whose state is not saved either.
+
+This callback sets the batches to the epoch being trained before each epoch,
+and saves the seed generators' states beside Keras' backup (written before it,
+one file per epoch, so that the states always match the epoch Keras restores).
+A restored run then trains on the batches and draws the dropout masks of an
+uninterrupted run, and ends with its weights.
+"""
+
+import os
+
+import keras
+import numpy as np
+
+SEED_STATES = "seed_states-{epoch}.npz"
+TORCH_GENERATOR = "torch_generator"
+TORCH_CUDA_GENERATORS = "torch_cuda_generators"
+
+
+def _torch_generators():
+    import torch
+
+    states = {TORCH_GENERATOR: torch.random.get_rng_state().numpy()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states[TORCH_CUDA_GENERATORS] = np.stack(
+            [state.numpy() for state in torch.cuda.get_rng_state_all()]
+        )
+    return states
+
+
+def _set_torch_generators(saved):
+    import torch
+
+    torch.random.set_rng_state(torch.from_numpy(np.asarray(saved[TORCH_GENERATOR], np.uint8)))
+    if TORCH_CUDA_GENERATORS in saved.files:
+        torch.cuda.set_rng_state_all(
+            [torch.from_numpy(state) for state in np.asarray(saved[TORCH_CUDA_GENERATORS], np.uint8)]
+        )
+
+
+class ResumableTraining(keras.callbacks.BackupAndRestore):
+    """Backs up training after every epoch and resumes from the backup.
+
+    The backup is Keras' own (`latest.weights.h5` and
+    `training_metadata.json` in `backup_dir`, the previous epoch's copy kept
+    too, so that a run killed while saving resumes from the epoch before);
+    this class adds the batch order and the dropout seed states, so that a
+    restored run continues exactly as the uninterrupted run would have.
+
+    Args:
+        backup_dir: directory for the backup; it must survive the interruption
+            (not a temporary directory removed on failure).
+        batches: the `keras_cosent.data.PairBatches` (or any object with a
+            `set_epoch(epoch)` method) that `fit` iterates.
+        delete_checkpoint: remove `backup_dir` when `fit` ends normally.
+            Defaults to True, as in `BackupAndRestore`; pass False to remove it
+            yourself once everything after `fit` is written.
+
+    Example:
+
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import keras_hub
+    >>> import keras_cosent
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat"]
+    >>> encoder = keras_cosent.models.SentenceEncoder(
+    ...     keras_hub.models.BertBackbone(vocabulary_size=len(vocab), num_layers=1,
+    ...         num_heads=2, hidden_dim=8, intermediate_dim=16, max_sequence_length=16),
+    ...     keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True), max_length=16)
+    >>> pairs = keras_cosent.data.PairDataset(
+    ...     [["a cat sat", "a dog", "a cat", "dog sat"], ["a cat", "a dog sat", "cat", "a cat"]],
+    ...     np.array([4.0, 3.0, 5.0, 0.5], "float32"), source="inline")
+    >>> setup = keras_cosent.training.build(encoder, pairs, "cosent", batch_size=2, epochs=2)
+    >>> backup = keras_cosent.callbacks.ResumableTraining(tempfile.mkdtemp(), setup.batches)
+    >>> history = setup.model.fit(setup.batches, epochs=2, callbacks=[backup], verbose=0)
+    >>> len(history.history["loss"])
+    2
+    """
+
+    def __init__(self, backup_dir, batches, delete_checkpoint=True):
+        if not callable(getattr(batches, "set_epoch", None)):
+            raise TypeError(
+                "`batches` should have a `set_epoch(epoch)` method, like "
+                "keras_cosent.data.PairBatches. Received: `batches` of type "
+                f"{type(batches).__name__}"
+            )
+        super().__init__(
+            str(backup_dir), save_freq="epoch", double_checkpoint=True,
+            delete_checkpoint=delete_checkpoint,
+        )
+        self.batches = batches
+        self._first_epoch = True
+
+    def _seed_states(self):
+        # Variables that are state but not weights: the SeedGenerators' states.
+        weights = {id(v) for v in self.model.weights}
+        return [v for v in self.model.non_trainable_variables if id(v) not in weights]
+
+    def _seed_path(self, epoch):
+        return os.path.join(self.backup_dir, SEED_STATES.format(epoch=epoch))
+
+    def on_train_begin(self, logs=None):
+        self._first_epoch = True
+        if not self.model.built:
+            # BackupAndRestore restores into built variables only; a forward pass
+            # in inference mode builds the model without drawing dropout masks.
+            self.model(self.batches[0][0], training=False)
+        super().on_train_begin(logs)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._first_epoch and epoch > 0:
+            path = self._seed_path(epoch)
+            if not os.path.exists(path):
+                raise FileNotFoundError(
+                    f"The backup in {self.backup_dir} restores epoch {epoch} but has no "
+                    f"dropout seed states for it ({os.path.basename(path)}); it was not "
+                    "written by ResumableTraining"
+                )
+            with np.load(path) as saved:
+                states = self._seed_states()
+                stored = [name for name in saved.files if not name.startswith("torch")]
+                if len(stored) != len(states):
+                    raise ValueError(
+                        f"{path} holds {len(stored)} seed states; the model has "
+                        f"{len(states)}"
+                    )
+                for index, variable in enumerate(states):
+                    variable.assign(saved[f"s{index}"])
+                if TORCH_GENERATOR in saved.files:
+                    _set_torch_generators(saved)
+        self._first_epoch = False
+        self.batches.set_epoch(epoch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        path = self._seed_path(epoch + 1)
+        states = {
+            f"s{index}": keras.ops.convert_to_numpy(variable.value)
+            for index, variable in enumerate(self._seed_states())
+        }
+        if keras.backend.backend() == "torch":
+            states.update(_torch_generators())
+        partial = path + ".partial.npz"
+        np.savez(partial, **states)
+        os.replace(partial, path)
+        # The previous epoch's states stay for Keras' previous-epoch fallback.
+        stale = self._seed_path(epoch - 1)
+        if os.path.exists(stale):
+            os.remove(stale)
+        super().on_epoch_end(epoch, logs)

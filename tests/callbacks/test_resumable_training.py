@@ -1,0 +1,122 @@
+"""ResumableTraining: an interrupted `fit` restored from its backup ends as if never stopped.
+
+Dropout is on (0.3), so the test fails when the seed generators' states (or, on
+PyTorch, the global generator keras-hub's unseeded dropout draws from) are not
+restored; the batches reshuffle every epoch, so it fails when the restored run
+starts from epoch 0's batch order. The reference is the same `fit` left to
+finish, from the same initial variables.
+"""
+
+import keras
+import numpy as np
+import pytest
+
+import keras_cosent
+from keras_cosent.callbacks import ResumableTraining
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat", "the", "on", "mat"]
+EPOCHS = 3
+
+
+class Interrupt(Exception):
+    pass
+
+
+class InterruptAfter(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise Interrupt
+
+
+def _pairs():
+    rng = np.random.default_rng(0)
+    first = [" ".join(rng.choice(VOCAB[5:], 4)) for _ in range(32)]
+    second = [" ".join(rng.choice(VOCAB[5:], 3)) for _ in range(32)]
+    scores = rng.uniform(0, 5, 32).astype("float32")
+    return keras_cosent.data.PairDataset([first, second], scores, source="inline")
+
+
+def _setup(initial=None):
+    """A fresh training set-up; `initial` sets every variable (seed states included)."""
+    import keras_hub
+
+    encoder = keras_cosent.models.SentenceEncoder(
+        keras_hub.models.BertBackbone(
+            vocabulary_size=len(VOCAB), num_layers=1, num_heads=2, hidden_dim=8,
+            intermediate_dim=16, max_sequence_length=16, dropout=0.3,
+        ),
+        keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True),
+        max_length=16,
+    )
+    setup = keras_cosent.training.build(
+        encoder, _pairs(), "cosent", batch_size=8, epochs=EPOCHS, learning_rate=1e-3
+    )
+    variables = encoder.variables
+    if initial is None:
+        initial = [keras.ops.convert_to_numpy(v.value) for v in variables]
+    else:
+        for variable, value in zip(variables, initial):
+            variable.assign(value)
+    if keras.backend.backend() == "torch":
+        import torch
+
+        torch.manual_seed(0)
+    return setup, initial
+
+
+def _weights(model):
+    return [keras.ops.convert_to_numpy(w) for w in model.weights]
+
+
+def test_a_restored_fit_ends_with_the_uninterrupted_weights(tmp_path):
+    stop_after = 0
+    setup, initial = _setup()
+    reference_backup = ResumableTraining(tmp_path / "reference", setup.batches)
+    history = setup.model.fit(
+        setup.batches, epochs=EPOCHS, shuffle=False, verbose=0, callbacks=[reference_backup]
+    )
+    expected_losses, expected = history.history["loss"], _weights(setup.model)
+    assert not (tmp_path / "reference").exists()  # delete_checkpoint=True by default
+
+    backup = tmp_path / "backup"
+    setup, _ = _setup(initial)
+    with pytest.raises(Interrupt):
+        setup.model.fit(
+            setup.batches, epochs=EPOCHS, shuffle=False, verbose=0,
+            callbacks=[ResumableTraining(backup, setup.batches), InterruptAfter(stop_after)],
+        )
+    # A new process would start from scratch: new model, new batches, fresh generators.
+    setup, _ = _setup(initial)
+    history = setup.model.fit(
+        setup.batches, epochs=EPOCHS, shuffle=False, verbose=0,
+        callbacks=[ResumableTraining(backup, setup.batches)],
+    )
+    np.testing.assert_allclose(
+        history.history["loss"], expected_losses[stop_after + 1:], rtol=1e-6
+    )
+    for got, want in zip(_weights(setup.model), expected):
+        np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+
+
+def test_a_backup_without_seed_states_is_refused_by_name(tmp_path):
+    # Keras' own BackupAndRestore state restores epoch 2 but holds no seed states.
+    setup, _ = _setup()
+    callback = ResumableTraining(tmp_path, setup.batches)
+    callback.set_model(setup.model)
+    with pytest.raises(FileNotFoundError, match="seed_states-2.npz"):
+        callback.on_epoch_begin(2)
+
+
+def test_batches_without_set_epoch_are_refused(tmp_path):
+    with pytest.raises(TypeError, match="set_epoch"):
+        ResumableTraining(tmp_path, [1, 2, 3])
+
+
+def test_set_epoch_rejects_a_negative_epoch():
+    setup, _ = _setup()
+    with pytest.raises(ValueError, match="epoch`=-1"):
+        setup.batches.set_epoch(-1)
