@@ -83,12 +83,12 @@ def main():
     from bench.common import keras_training_run
 
     _, model, batches = keras_training_run(args.pairs, args.batch_size, args.max_length)
-    model.fit(batches, epochs=1, verbose=0)
+    model.fit(batches, epochs=1, verbose=0, shuffle=False)
 
     start, stop, trace = profiler(args)
     start()
     t0 = time.perf_counter()
-    model.fit(batches, epochs=1, verbose=0)
+    model.fit(batches, epochs=1, verbose=0, shuffle=False)
     wall = time.perf_counter() - t0
     stop()
     path = trace()

@@ -88,8 +88,8 @@ def run_keras(config, s1, s2, labels, test_sentences, train):
     if train:
         tokenise, (model, batches) = _time(
             lambda: build_keras_training(encoder, s1, s2, labels, config))
-        warm, _ = _time(lambda: model.fit(batches, epochs=1, verbose=0))
-        timed, hist = _time(lambda: model.fit(batches, epochs=1, verbose=0))
+        warm, _ = _time(lambda: model.fit(batches, epochs=1, verbose=0, shuffle=False))
+        timed, hist = _time(lambda: model.fit(batches, epochs=1, verbose=0, shuffle=False))
         # the peer tokenises inside its epoch: both figures include tokenisation
         out["warmup_s"], out["train_s"] = warm + tokenise, timed + tokenise
         out["final_loss"] = float(hist.history["loss"][-1])

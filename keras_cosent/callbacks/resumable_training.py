@@ -59,7 +59,10 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
     `training_metadata.json` in `backup_dir`, the previous epoch's copy kept
     too, so that a run killed while saving resumes from the epoch before);
     this class adds the batch order and the dropout seed states, so that a
-    restored run continues exactly as the uninterrupted run would have.
+    restored run continues exactly as the uninterrupted run would have. Call
+    `fit` with `shuffle=False`: the batches shuffle themselves, and Keras'
+    extra shuffle of their order draws from Python's global generator, which
+    no backup restores.
 
     Args:
         backup_dir: directory for the backup; it must survive the interruption
@@ -86,7 +89,8 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
     ...     np.array([4.0, 3.0, 5.0, 0.5], "float32"), source="inline")
     >>> setup = keras_cosent.training.build(encoder, pairs, "cosent", batch_size=2, epochs=2)
     >>> backup = keras_cosent.callbacks.ResumableTraining(tempfile.mkdtemp(), setup.batches)
-    >>> history = setup.model.fit(setup.batches, epochs=2, callbacks=[backup], verbose=0)
+    >>> history = setup.model.fit(setup.batches, epochs=2, callbacks=[backup],
+    ...                           shuffle=False, verbose=0)
     >>> len(history.history["loss"])
     2
     """

@@ -21,7 +21,11 @@ from keras_cosent.training.objectives import get_objective
 TrainingSetup = collections.namedtuple(
     "TrainingSetup", ["model", "batches", "optimizer", "loss", "encoder", "dataset", "objective"]
 )
-TrainingSetup.__doc__ = """What `build` returns: call `setup.model.fit(setup.batches, epochs=...)`.
+TrainingSetup.__doc__ = """What `build` returns: call `setup.model.fit(setup.batches, epochs=..., shuffle=False)`.
+
+`shuffle=False` because the batches shuffle themselves, from `seed` and the
+epoch number (Keras' own shuffle would reorder them again from Python's global
+generator, which `keras_cosent.callbacks.ResumableTraining` cannot restore).
 
 Fields:
     model: the compiled training model (a `SiameseEncoder` over `encoder`, or
@@ -97,7 +101,7 @@ def build(
     ...     [["a cat sat", "a dog", "a cat", "dog sat"], ["a cat", "a dog sat", "cat", "a cat"]],
     ...     np.array([4.0, 3.0, 5.0, 0.5], "float32"), source="inline")
     >>> setup = keras_cosent.training.build(encoder, pairs, "cosent", batch_size=2, epochs=1)
-    >>> history = setup.model.fit(setup.batches, epochs=1, verbose=0)
+    >>> history = setup.model.fit(setup.batches, epochs=1, shuffle=False, verbose=0)
     >>> len(history.history["loss"])
     1
     """

@@ -120,3 +120,12 @@ def test_set_epoch_rejects_a_negative_epoch():
     setup, _ = _setup()
     with pytest.raises(ValueError, match="epoch`=-1"):
         setup.batches.set_epoch(-1)
+
+
+def test_docstring_example_runs():
+    import doctest
+
+    from keras_cosent.callbacks import resumable_training
+
+    result = doctest.testmod(resumable_training, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
