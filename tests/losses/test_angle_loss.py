@@ -10,6 +10,7 @@ import pytest
 from keras_cosent.losses import AnglELoss
 from keras_cosent.losses import angle_loss
 from keras_cosent.losses import angle_similarity
+from tests import kit
 from tests.losses import helpers
 
 
@@ -119,3 +120,12 @@ def test_matches_sentence_transformers():
         [torch.tensor(pairs[:, 0]), torch.tensor(pairs[:, 1])], torch.tensor(labels)
     )
     np.testing.assert_allclose(float(AnglELoss()(labels, pairs)), float(expected), rtol=1e-5)
+
+
+def test_kit():
+    """The shared checks (tests/kit.py); float16 tolerance 5e-2 at scale 20 (see CoSENT's)."""
+    rng = np.random.default_rng(7)
+    y_pred = rng.normal(size=(12, 2, 16)).astype("float32")
+    y_true = np.round(rng.uniform(0, 5, 12), 1).astype("float32")
+    expected = reference_ranking(y_true, reference_angle_similarity(y_pred), 20.0)
+    kit.run_loss_test(AnglELoss(), y_true, y_pred, expected, mixed_rtol=5e-2)

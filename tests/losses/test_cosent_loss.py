@@ -10,6 +10,7 @@ import pytest
 import keras_cosent
 from keras_cosent.losses import CoSENTLoss
 from keras_cosent.losses import cosent_loss
+from tests import kit
 from tests.losses import helpers
 
 
@@ -203,3 +204,16 @@ def test_many_ties_change_the_value_if_counted(dtype, rtol):
     y_true = keras.ops.cast(labels, dtype)
     got = float(keras.ops.convert_to_numpy(keras.ops.cast(cosent_loss(y_true, y_pred, scale=20.0), "float32")))
     np.testing.assert_allclose(got, expected, rtol=rtol)
+
+
+def test_kit(tmp_path):
+    """The shared checks (tests/kit.py): value, serialisation, float16 inputs.
+
+    At scale 20 an input rounded to float16 moves a cosine by about 1e-3 and
+    a term exp(20 * ...) by about 2%: the float16 tolerance is 5e-2 here.
+    """
+    rng = np.random.default_rng(7)
+    y_pred = rng.normal(size=(12, 2, 16)).astype("float32")
+    y_true = make_labels("sts", rng, 12)
+    expected = reference_cosent(y_true, reference_cosines(y_pred), 20.0)
+    kit.run_loss_test(CoSENTLoss(), y_true, y_pred, expected, mixed_rtol=5e-2)

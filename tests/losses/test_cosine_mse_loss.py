@@ -8,6 +8,7 @@ import pytest
 
 from keras_cosent.losses import CosineMSELoss
 from keras_cosent.losses import cosine_mse_loss
+from tests import kit
 from tests.losses import helpers
 
 
@@ -83,3 +84,12 @@ def test_mixed_float16():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(16, 6)).astype("float32")
     helpers.check_mixed_float16(CosineMSELoss(), x, rng.uniform(0, 1, 16), columns=2, dim=8)
+
+
+def test_kit():
+    """The shared checks (tests/kit.py): value, serialisation, float16 inputs."""
+    rng = np.random.default_rng(7)
+    y_pred = rng.normal(size=(12, 2, 16)).astype("float32")
+    y_true = rng.uniform(0, 5, 12).astype("float32")
+    expected = float(np.mean(reference_cosine_mse(y_true, y_pred, 0.0, 5.0)))
+    kit.run_loss_test(CosineMSELoss(min_score=0.0, max_score=5.0), y_true, y_pred, expected)

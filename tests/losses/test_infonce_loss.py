@@ -9,6 +9,7 @@ import pytest
 
 from keras_cosent.losses import InfoNCELoss
 from keras_cosent.losses import infonce_loss
+from tests import kit
 from tests.losses import helpers
 
 
@@ -198,3 +199,13 @@ def test_matches_sentence_transformers(symmetric):
     expected = float(peer.compute_loss_from_embeddings(columns, None))
     got = float(InfoNCELoss(temperature=0.05, symmetric=symmetric)(np.zeros(8), tuples))
     np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_kit():
+    """The shared checks (tests/kit.py); temperature 0.05 scales a float16 cosine error
+    of 1e-3 to 2e-2 in a logit, so the float16 tolerance is 5e-2."""
+    rng = np.random.default_rng(7)
+    y_pred = rng.normal(size=(8, 3, 16)).astype("float32")
+    groups = np.arange(8, dtype="int32")
+    expected = float(np.mean(reference_infonce(groups, y_pred, 0.05, False, True)))
+    kit.run_loss_test(InfoNCELoss(), groups, y_pred, expected, mixed_rtol=5e-2)

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import keras_cosent
+from tests import kit
 from tests.losses import helpers
 
 
@@ -63,3 +64,10 @@ def test_fit_step():
         helpers.embedding_model(3, 4), keras_cosent.losses.MarginRankingLoss(), x, np.zeros(8), epochs=2
     )
     assert np.all(np.isfinite(losses))
+
+
+def test_kit():
+    """The shared checks (tests/kit.py): value, serialisation, float16 inputs."""
+    y_pred = np.random.default_rng(7).normal(size=(8, 4, 16)).astype("float32")
+    kit.run_loss_test(keras_cosent.losses.MarginRankingLoss(form="logistic"), np.zeros(8),
+                      y_pred, reference(y_pred, 0.2, "logistic", 20.0), mixed_rtol=5e-2)

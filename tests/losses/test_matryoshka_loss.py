@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import keras_cosent
+from tests import kit
 from tests.losses import helpers
 from tests.losses.test_supcon_loss import reference as supcon_reference
 
@@ -60,3 +61,12 @@ def test_finite_at_extremes_and_fit_step():
     x = np.random.default_rng(3).normal(size=(8, 6)).astype("float32")
     losses = helpers.fit_history(helpers.embedding_model(2, 4), loss, x, np.zeros(8), epochs=2)
     assert np.all(np.isfinite(losses))
+
+
+def test_kit():
+    """The shared checks (tests/kit.py): value, serialisation, float16 inputs."""
+    labels = np.array([0, 1, 0, 2, 1, 3, 2, 0], "int32")
+    y_pred = np.random.default_rng(7).normal(size=(8, 16)).astype("float32")
+    loss = keras_cosent.losses.MatryoshkaLoss(keras_cosent.losses.SupConLoss(), dims=(16, 8, 4))
+    expected = sum(supcon_reference(labels, y_pred[:, :d], 0.1) for d in (16, 8, 4))
+    kit.run_loss_test(loss, labels, y_pred, expected)

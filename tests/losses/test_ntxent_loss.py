@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import keras_cosent
+from tests import kit
 from tests.losses import helpers
 
 
@@ -70,3 +71,10 @@ def test_fit_step():
         helpers.embedding_model(2, 4), keras_cosent.losses.NTXentLoss(), x, np.zeros(8), epochs=2
     )
     assert np.all(np.isfinite(losses))
+
+
+def test_kit():
+    """The shared checks (tests/kit.py); float16 tolerance 5e-2 at temperature 0.05."""
+    y_pred = np.random.default_rng(7).normal(size=(6, 2, 16)).astype("float32")
+    kit.run_loss_test(keras_cosent.losses.NTXentLoss(), np.zeros(6), y_pred,
+                      reference(y_pred, 0.05), mixed_rtol=5e-2)

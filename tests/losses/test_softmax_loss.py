@@ -10,6 +10,7 @@ import pytest
 import keras_cosent
 from keras_cosent.losses import SoftmaxLoss
 from keras_cosent.losses import softmax_loss
+from tests import kit
 from tests.losses import helpers
 
 
@@ -90,3 +91,12 @@ def test_mixed_float16():
     finally:
         keras.mixed_precision.set_global_policy("float32")
     helpers.check_mixed_float16(SoftmaxLoss(3), x, y, columns=2, dim=8, head=head)
+
+
+def test_kit():
+    """The shared checks (tests/kit.py): value, serialisation, float16 logits."""
+    rng = np.random.default_rng(7)
+    logits = rng.normal(size=(12, 3)).astype("float32")
+    labels = rng.integers(0, 3, 12).astype("int32")
+    expected = float(np.mean(reference_cross_entropy(labels, logits)))
+    kit.run_loss_test(SoftmaxLoss(), labels, logits, expected)

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import keras_cosent
+from tests import kit
 from tests.losses import helpers
 
 
@@ -84,3 +85,11 @@ def test_fit_step():
     model = helpers.embedding_model(1, 4, head=keras.layers.Reshape((4,)))
     losses = helpers.fit_history(model, keras_cosent.losses.SupConLoss(), x, y, epochs=2)
     assert np.all(np.isfinite(losses))
+
+
+def test_kit():
+    """The shared checks (tests/kit.py): value, serialisation, float16 inputs."""
+    labels = np.array([0, 1, 0, 2, 1, 3, 2, 0], "int32")
+    y_pred = np.random.default_rng(7).normal(size=(8, 16)).astype("float32")
+    kit.run_loss_test(keras_cosent.losses.SupConLoss(), labels, y_pred,
+                      reference(labels, y_pred, 0.1))
