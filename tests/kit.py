@@ -55,7 +55,8 @@ def _flatten(structure):
 
 
 def _build_like(layer, built):
-    if built.get_build_config():
+    # Keras' deserialisation builds from the build config already.
+    if not layer.built and built.get_build_config():
         layer.build_from_config(built.get_build_config())
 
 

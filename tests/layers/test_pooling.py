@@ -14,6 +14,7 @@ from keras_cosent.layers import MeanPooling
 from keras_cosent.layers import MeanSqrtLenPooling
 from keras_cosent.layers import WeightedMeanPooling
 from keras_cosent.layers import get_pooling
+from tests import kit
 
 
 def _random_batch(batch=5, seq=7, dim=4, prefix=True, dtype="float32"):
@@ -244,3 +245,35 @@ def test_public_names():
     for name in ["MeanPooling", "CLSPooling", "MaxPooling", "MeanSqrtLenPooling",
                  "WeightedMeanPooling", "FirstLastAveragePooling", "L2Normalization", "get_pooling"]:
         assert hasattr(keras_cosent.layers, name)
+
+
+def ref_cls(x, mask):
+    return x[:, 0].astype("float64")
+
+
+def ref_l2(x):
+    x64 = np.asarray(x, "float64")
+    norms = np.linalg.norm(x64, axis=-1, keepdims=True)
+    return np.divide(x64, norms, out=np.zeros_like(x64), where=norms > 0)
+
+
+@pytest.mark.parametrize(
+    "layer_cls,reference", POOLINGS + [(CLSPooling, ref_cls)],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_kit(layer_cls, reference, tmp_path):
+    """The shared checks (tests/kit.py): reference, serialisation, .keras, mixed_float16."""
+    x, mask = _random_batch()
+    kit.run_layer_test(layer_cls(), (x, mask), reference(x, mask), tmp_path=tmp_path)
+
+
+def test_kit_first_last_average(tmp_path):
+    x, mask = _random_batch()
+    last = x[::-1].copy()
+    expected = (ref_mean(x, mask) + ref_mean(last, mask)) / 2
+    kit.run_layer_test(FirstLastAveragePooling(), ([x, last], mask), expected, tmp_path=tmp_path)
+
+
+def test_kit_l2_normalization(tmp_path):
+    x = np.random.default_rng(0).normal(size=(4, 6)).astype("float32")
+    kit.run_layer_test(L2Normalization(), (x,), ref_l2(x), tmp_path=tmp_path)

@@ -8,6 +8,7 @@ import pytest
 
 import keras_cosent
 from keras_cosent.layers import SoftmaxClassifierHead
+from tests import kit
 
 
 def test_logits_match_numpy():
@@ -55,3 +56,15 @@ def test_saved_model_keeps_weights(tmp_path):
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(reloaded(x)), keras.ops.convert_to_numpy(model(x)), rtol=1e-6
     )
+
+
+def test_kit(tmp_path):
+    """The shared checks (tests/kit.py); under mixed_float16 the logits are float16."""
+    pairs = np.random.default_rng(0).normal(size=(5, 2, 4)).astype("float32")
+    head = SoftmaxClassifierHead(num_labels=3, bias_initializer="random_normal")
+    head.build(pairs.shape)
+    kernel = keras.ops.convert_to_numpy(head.dense.kernel).astype("float64")
+    bias = keras.ops.convert_to_numpy(head.dense.bias).astype("float64")
+    u, v = pairs[:, 0].astype("float64"), pairs[:, 1].astype("float64")
+    expected = np.concatenate([u, v, np.abs(u - v)], axis=1) @ kernel + bias
+    kit.run_layer_test(head, (pairs,), expected, output_dtype=None, tmp_path=tmp_path)

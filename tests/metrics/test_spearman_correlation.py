@@ -10,6 +10,7 @@ import scipy.stats
 
 from keras_cosent.metrics import SpearmanCorrelation
 from keras_cosent.metrics import spearman_correlation
+from tests import kit
 from tests.metrics.correlation_helpers import JIT_COMPILE
 from tests.metrics.correlation_helpers import noisy_pair_embeddings
 from tests.metrics.correlation_helpers import numpy_pair_cosine
@@ -198,3 +199,12 @@ def test_docstring_examples_run():
     module = importlib.import_module("keras_cosent.metrics.spearman_correlation")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_kit():
+    """The shared checks (tests/kit.py): three uneven batches, serialisation, float16."""
+    rng = np.random.default_rng(5)
+    y = rng.uniform(0, 5, 90).astype("float32")
+    p = (y / 5 + rng.normal(0, 0.3, 90)).astype("float32")
+    batches = [(y[:40], p[:40]), (y[40:47], p[40:47]), (y[47:], p[47:])]
+    kit.run_metric_test(SpearmanCorrelation(), batches, scipy_spearman(y, p))
