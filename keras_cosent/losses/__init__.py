@@ -9,6 +9,8 @@
 - `NTXentLoss`, `TripletLoss` (cosine or euclidean, optional batch-hard mining),
   `MarginRankingLoss` (hinge or logistic), `SupConLoss` and `MatryoshkaLoss`
   (any embedding loss over truncated, re-normalised dimensions).
+- `JointLoss`: a weighted sum of losses on the same batch, each term logged
+  by name (`loss_<name>`) when the model is a `SiameseEncoder`.
 
 `get(name)` gives the loss class of a training objective (the names
 `keras-cosent train --loss` accepts, from `keras_cosent.training.OBJECTIVES`).
@@ -25,6 +27,7 @@ from keras_cosent.losses.infonce_loss import InfoNCELoss
 from keras_cosent.losses.infonce_loss import infonce_loss
 from keras_cosent.losses.softmax_loss import SoftmaxLoss
 from keras_cosent.losses.softmax_loss import softmax_loss
+from keras_cosent.losses.joint_loss import JointLoss
 from keras_cosent.losses.margin_ranking_loss import MarginRankingLoss
 from keras_cosent.losses.margin_ranking_loss import margin_ranking_loss
 from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss

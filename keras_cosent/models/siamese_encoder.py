@@ -80,6 +80,18 @@ class SiameseEncoder(keras.Model):
         """
         jit_compile = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
         super().compile(*args, jit_compile=jit_compile, **kwargs)
+        # A JointLoss logs each term next to the total, as `loss_<name>`.
+        terms = getattr(self.loss, "terms", None)
+        names = getattr(self.loss, "names", ()) if callable(terms) else ()
+        self.term_trackers = [keras.metrics.Mean(name=f"loss_{name}") for name in names]
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        trackers = getattr(self, "term_trackers", [])
+        if trackers:
+            values = self.loss.terms(y, y_pred)
+            for tracker, name in zip(trackers, self.loss.names):
+                tracker.update_state(values[name])
+        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def build(self, input_shape=None):
         # The encoder is a functional model, built at construction.

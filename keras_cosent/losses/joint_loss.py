@@ -1,0 +1,154 @@
+"""Several embedding losses on the same batch: `L = sum_i alpha_i * L_i`.
+
+`JointLoss` holds named, weighted terms. A term may count only the rows whose
+label is above a threshold (`positive_above`): InfoNCE on the pairs of an STS
+batch scored above 2.5, say, while CoSENT ranks all of them; the other rows'
+sentences stay in the batch as negatives. `SiameseEncoder` logs every term as
+`loss_<name>` next to the total (`JointLoss.terms`).
+"""
+
+import keras
+from keras import ops
+
+from keras_cosent.api_export import keras_cosent_export
+
+
+def _check_name(name):
+    if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(
+            "`names` entries should be non-empty strings of letters, digits, '_' or '-'. "
+            f"Received: {name!r}"
+        )
+    return name
+
+
+@keras_cosent_export
+class JointLoss(keras.losses.Loss):
+    """Weighted sum of several losses computed on the same `y_true` and `y_pred`.
+
+    Each term `i` is `weights[i] * losses[i](y_true, y_pred)`. With
+    `positive_above[i] = t`, term `i` is the mean of `losses[i]`'s per-row
+    values over the rows with `y_true > t` only (0 when the batch has none);
+    the loss must then return one value per row (`InfoNCELoss`,
+    `CosineMSELoss`, `TripletLoss`...), not a batch-level scalar (`CoSENTLoss`).
+
+    Args:
+        losses: non-empty list of `keras.losses.Loss` instances, all taking the
+            batch's `(y_true, y_pred)`.
+        weights: one finite float per loss (`None`: 1 for each).
+        names: one short name per loss, used in the logs (`loss_<name>`);
+            `None` takes each loss's `name` without a `_loss` suffix.
+        positive_above: `None`, or one entry per loss: `None` (all rows) or a
+            label threshold.
+        name: name of the loss instance.
+        reduction: Keras reduction (on the scalar sum).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras_cosent
+    >>> loss = keras_cosent.losses.JointLoss(
+    ...     [keras_cosent.losses.InfoNCELoss(), keras_cosent.losses.CoSENTLoss()],
+    ...     weights=[1.0, 0.5], positive_above=[2.5, None])
+    >>> loss.names
+    ('infonce', 'cosent')
+    >>> scores = np.array([4.0, 1.0, 5.0], "float32")
+    >>> pairs = np.random.default_rng(0).normal(size=(3, 2, 8)).astype("float32")
+    >>> terms = loss.terms(scores, pairs)
+    >>> total = 1.0 * float(terms["infonce"]) + 0.5 * float(terms["cosent"])
+    >>> bool(np.isclose(float(loss(scores, pairs)), total))
+    True
+    """
+
+    def __init__(
+        self,
+        losses,
+        weights=None,
+        names=None,
+        positive_above=None,
+        name="joint_loss",
+        reduction="sum_over_batch_size",
+    ):
+        super().__init__(name=name, reduction=reduction)
+        losses = [keras.losses.deserialize(l) if isinstance(l, dict) else l for l in losses]
+        if not losses or any(not isinstance(l, keras.losses.Loss) for l in losses):
+            raise ValueError(
+                "`losses` should be a non-empty list of keras.losses.Loss instances. "
+                f"Received: `losses`={losses!r}"
+            )
+        count = len(losses)
+
+        def per_loss(value, default, argument):
+            value = [default] * count if value is None else list(value)
+            if len(value) != count:
+                raise ValueError(
+                    f"`{argument}` should have one entry per loss ({count}). "
+                    f"Received: `{argument}`={value!r}"
+                )
+            return value
+
+        weights = per_loss(weights, 1.0, "weights")
+        for weight in weights:
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (
+                float("-inf") < float(weight) < float("inf")
+            ):
+                raise ValueError(
+                    f"`weights` entries should be finite numbers. Received: `weights`={weights!r}"
+                )
+        names = per_loss(names, None, "names")
+        names = [
+            _check_name(n if n is not None else l.name.removesuffix("_loss"))
+            for n, l in zip(names, losses)
+        ]
+        if len(set(names)) != count:
+            raise ValueError(f"`names` should be distinct. Received: `names`={names!r}")
+        thresholds = per_loss(positive_above, None, "positive_above")
+        for threshold in thresholds:
+            if threshold is not None and (
+                isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+            ):
+                raise ValueError(
+                    "`positive_above` entries should be None or numbers. Received: "
+                    f"`positive_above`={thresholds!r}"
+                )
+        self.losses = list(losses)
+        self.weights = tuple(float(w) for w in weights)
+        self.names = tuple(names)
+        self.positive_above = tuple(None if t is None else float(t) for t in thresholds)
+
+    def _term(self, loss, threshold, y_true, y_pred):
+        if threshold is None:
+            return ops.cast(loss(y_true, y_pred), "float32")
+        per_row = ops.cast(loss.call(y_true, y_pred), "float32")
+        if len(per_row.shape) != 1:
+            raise ValueError(
+                f"`JointLoss` term {loss.name!r} has a `positive_above` threshold, so it must "
+                f"return one value per row; it returned shape {tuple(per_row.shape)}."
+            )
+        labels = ops.reshape(ops.cast(ops.convert_to_tensor(y_true), "float32"), (-1,))
+        selected = ops.cast(labels > threshold, "float32")
+        count = ops.sum(selected)
+        return ops.sum(per_row * selected) / ops.maximum(count, 1.0)
+
+    def terms(self, y_true, y_pred):
+        """Each term's value before weighting, as a dict `{name: float32 scalar}`."""
+        return {
+            name: self._term(loss, threshold, y_true, y_pred)
+            for name, loss, threshold in zip(self.names, self.losses, self.positive_above)
+        }
+
+    def call(self, y_true, y_pred):
+        terms = self.terms(y_true, y_pred)
+        return sum(weight * terms[name] for name, weight in zip(self.names, self.weights))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "losses": [keras.losses.serialize(loss) for loss in self.losses],
+                "weights": list(self.weights),
+                "names": list(self.names),
+                "positive_above": list(self.positive_above),
+            }
+        )
+        return config

@@ -1,0 +1,117 @@
+"""JointLoss: weighted sum of terms against the terms' NumPy references; terms logged by name."""
+
+import keras
+import numpy as np
+import pytest
+
+import keras_cosent
+from keras_cosent.losses import CoSENTLoss
+from keras_cosent.losses import InfoNCELoss
+from keras_cosent.losses import JointLoss
+from tests import kit
+from tests.losses.test_cosent_loss import reference_cosent
+from tests.losses.test_cosent_loss import reference_cosines
+from tests.losses.test_infonce_loss import reference_infonce
+
+
+def _batch(seed=3, n=10):
+    rng = np.random.default_rng(seed)
+    pairs = rng.normal(size=(n, 2, 16)).astype("float32")
+    scores = np.round(rng.uniform(0, 5, n), 1).astype("float32")
+    return scores, pairs
+
+
+def reference_joint(scores, pairs, threshold=2.5, weights=(1.0, 0.5)):
+    # InfoNCE per anchor over the whole batch (all rows' second sentences are
+    # candidates), averaged over the rows scored above the threshold only.
+    per_row = reference_infonce(np.arange(len(scores)), pairs, 0.05, False, False)
+    selected = scores > threshold
+    infonce = per_row[selected].mean() if selected.any() else 0.0
+    cosent = reference_cosent(scores, reference_cosines(pairs), 20.0)
+    return weights[0] * infonce + weights[1] * cosent, infonce, cosent
+
+
+def _loss():
+    return JointLoss([InfoNCELoss(), CoSENTLoss()], weights=[1.0, 0.5], positive_above=[2.5, None])
+
+
+def test_kit_against_the_terms_references():
+    """Float16 tolerance 5e-2: InfoNCE at temperature 0.05 and CoSENT at scale 20 (see theirs)."""
+    scores, pairs = _batch()
+    expected, _, _ = reference_joint(scores, pairs)
+    kit.run_loss_test(_loss(), scores, pairs, expected, mixed_rtol=5e-2)
+
+
+def test_terms_are_the_unweighted_references():
+    scores, pairs = _batch()
+    _, infonce, cosent = reference_joint(scores, pairs)
+    terms = _loss().terms(scores, pairs)
+    assert sorted(terms) == ["cosent", "infonce"]
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(terms["infonce"])), infonce, rtol=1e-5)
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(terms["cosent"])), cosent, rtol=1e-5)
+
+
+def test_a_batch_with_no_row_above_the_threshold_gives_a_zero_term():
+    scores, pairs = _batch()
+    scores = np.minimum(scores, 2.0)
+    terms = _loss().terms(scores, pairs)
+    assert float(keras.ops.convert_to_numpy(terms["infonce"])) == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"weights": [1.0]}, "one entry per loss"),
+        ({"weights": [1.0, float("nan")]}, "finite"),
+        ({"names": ["a", "a"]}, "distinct"),
+        ({"names": ["a", "b c"]}, "'b c'"),
+        ({"positive_above": [2.5, "high"]}, "positive_above"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        JointLoss([InfoNCELoss(), CoSENTLoss()], **kwargs)
+
+
+def test_a_threshold_on_a_batch_level_loss_is_refused():
+    scores, pairs = _batch()
+    loss = JointLoss([CoSENTLoss()], positive_above=[2.5])
+    with pytest.raises(ValueError, match="one value per row"):
+        loss(scores, pairs)
+
+
+def test_siamese_encoder_logs_every_term_and_the_total_is_their_weighted_sum():
+    import keras_hub
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat", "the"]
+    rng = np.random.default_rng(0)
+    first = [" ".join(rng.choice(vocab[5:], 4)) for _ in range(24)]
+    second = [" ".join(rng.choice(vocab[5:], 3)) for _ in range(24)]
+    scores = rng.uniform(0, 5, 24).astype("float32")
+    encoder = keras_cosent.models.SentenceEncoder(
+        keras_hub.models.BertBackbone(vocabulary_size=len(vocab), num_layers=1, num_heads=2,
+                                      hidden_dim=8, intermediate_dim=16, max_sequence_length=16),
+        keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True), max_length=16,
+    )
+    setup = keras_cosent.training.build(
+        encoder, keras_cosent.data.PairDataset([first, second], scores, source="inline"),
+        "cosent", batch_size=8, epochs=2,
+    )
+    setup.model.compile(optimizer=setup.optimizer, loss=_loss())
+    history = setup.model.fit(setup.batches, epochs=2, shuffle=False, verbose=0).history
+    assert sorted(history) == ["loss", "loss_cosent", "loss_infonce"]
+    # Epoch means are linear: the total's mean is the weighted sum of the terms' means.
+    np.testing.assert_allclose(
+        history["loss"],
+        np.add(history["loss_infonce"], 0.5 * np.asarray(history["loss_cosent"])),
+        rtol=1e-5,
+    )
+
+
+def test_docstring_example_runs():
+    import doctest
+
+    from keras_cosent.losses import joint_loss
+
+    result = doctest.testmod(joint_loss, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
