@@ -1,26 +1,48 @@
-"""`keras-cosent evaluate`: Spearman and Pearson (x 100) of a model's cosines on scored pairs."""
+"""`keras-cosent evaluate`: STS correlations on scored pairs, or retrieval metrics on a BEIR folder.
+
+`--task sts` (the default) gives Spearman and Pearson (x 100) of pair cosines;
+`--task retrieval` gives nDCG@10, MRR@10, Recall@10 and MAP@100 (x 100,
+trec_eval's definitions) of the cosine ranking of a BEIR folder's corpus for
+each of its queries. Both go through `recipes.evaluation`, the code `train`
+scores its dev sets with.
+"""
 
 import json
 import os
 
 import click
+from click.core import ParameterSource
 
 from recipes.context import pass_environment
 from recipes.options import FORMATS
-from recipes.options import INPUT_FILE
 from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import max_length_option
 from recipes.options import parse_text_columns
 from recipes.options import text_column_options
 
+TASKS = ("sts", "retrieval")
+# Options that only one task reads: given explicitly with another task, they are an error.
+TASK_OPTIONS = {
+    "sts": ("format", "text_columns", "label_column"),
+    "retrieval": ("split", "top_k"),
+}
 
-@click.command(short_help="Spearman/Pearson x 100 of a model on scored pairs.")
+
+@click.command(short_help="STS Spearman/Pearson, or retrieval nDCG/MRR/Recall/MAP, x 100.")
 @click.argument("model")
-@click.argument("data", type=INPUT_FILE)
+@click.argument("data", type=click.Path(exists=True))
+@click.option("--task", type=click.Choice(TASKS), default="sts", show_default=True,
+              help="sts: DATA is a file of scored pairs; retrieval: DATA is a BEIR folder "
+              "(corpus.jsonl, queries.jsonl, qrels/<split>.tsv).")
 @click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
-              help="Format of DATA (pair-tsv: sentence1 TAB sentence2 TAB score).")
+              help="Format of DATA for --task sts (pair-tsv: sentence1 TAB sentence2 TAB score).")
 @text_column_options
+@click.option("--split", default=None, show_default="the folder's only qrels file",
+              help="Retrieval: the qrels/<split>.tsv of DATA to evaluate on.")
+@click.option("--top-k", type=click.IntRange(min=100), default=100, show_default=True,
+              help="Retrieval: documents retrieved per query (exact search); metrics are "
+              "computed at 1, 3, 5, 10, 100 and this depth.")
 @batch_size_option(default=64)
 @max_length_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
@@ -28,28 +50,74 @@ from recipes.options import text_column_options
               help="Also write the results to this JSON file.")
 @backend_option
 @pass_environment
-def evaluate(env, model, data, format, text_columns, label_column, batch_size, max_length,
-             json_path):
-    """Evaluate MODEL on the scored sentence pairs in DATA.
+@click.pass_context
+def evaluate(ctx, env, model, data, task, format, text_columns, label_column, split, top_k,
+             batch_size, max_length, json_path):
+    """Evaluate MODEL on DATA.
 
-    Prints the corpus-level Spearman and Pearson correlations (x 100) between
-    the cosine of each pair's embeddings and its score, as STS benchmarks report.
+    \b
+    --task sts (default): the corpus-level Spearman and Pearson correlations
+      (x 100) between the cosine of each pair's embeddings and its score, as
+      STS benchmarks report.
+    --task retrieval: DATA is a BEIR folder; every query's documents are ranked
+      by cosine over the whole corpus and scored against the qrels: nDCG@10,
+      MRR@10, Recall@10 and MAP@100 (x 100, as trec_eval computes them).
     """
+    _check_task_options(ctx, task)
+    if task == "sts" and os.path.isdir(data):
+        raise click.BadParameter(
+            f"{data!r} is a directory; --task sts evaluates a file of scored pairs "
+            "(--task retrieval takes a BEIR folder)", param_hint="DATA"
+        )
+    if task == "retrieval" and not os.path.isdir(data):
+        raise click.BadParameter(
+            f"{data!r} is a file; --task retrieval takes a BEIR folder holding "
+            "corpus.jsonl, queries.jsonl and qrels/<split>.tsv", param_hint="DATA"
+        )
     env.activate_backend()
-    from recipes.data_loading import read_scored_pairs
-    from recipes.evaluation import evaluate_sts
     from recipes.model_loading import load_encoder
     from recipes.reporting import results_table
 
-    dataset = read_scored_pairs(
-        data, format, parse_text_columns(text_columns), label_column, option="DATA"
-    )
-    encoder = load_encoder(model, max_length=max_length)
-    result = evaluate_sts(encoder, dataset, batch_size=batch_size)
-    env.log(results_table({os.path.basename(data): result}))
-    if json_path is not None:
+    if task == "sts":
+        from recipes.data_loading import read_scored_pairs
+        from recipes.evaluation import evaluate_sts
+
+        dataset = read_scored_pairs(
+            data, format, parse_text_columns(text_columns), label_column, option="DATA"
+        )
+        encoder = load_encoder(model, max_length=max_length)
+        result = evaluate_sts(encoder, dataset, batch_size=batch_size)
+        name = os.path.basename(data)
         record = {"model": model, "data": os.path.abspath(data), "format": format, **result}
+    else:
+        from recipes.data_loading import read_retrieval_folder
+        from recipes.data_loading import retrieval_split
+        from recipes.evaluation import evaluate_retrieval
+
+        split = retrieval_split(data, split, option="DATA")
+        dataset = read_retrieval_folder(data, split, option="DATA")
+        encoder = load_encoder(model, max_length=max_length)
+        result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k)
+        name = f"{os.path.basename(os.path.normpath(data))} ({split})"
+        record = {"model": model, "data": os.path.abspath(data), "task": task, "split": split,
+                  "top_k": top_k, **result}
+    env.log(results_table({name: result}))
+    if json_path is not None:
         with open(json_path, "w", encoding="utf-8") as f:
             json.dump(record, f, indent=2)
             f.write("\n")
         env.note(f"results written to {json_path}")
+
+
+def _check_task_options(ctx, task):
+    """Refuses an option given on the command line that `task` does not read."""
+    for other, names in TASK_OPTIONS.items():
+        if other == task:
+            continue
+        for name in names:
+            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+                param = next(p for p in ctx.command.params if p.name == name)
+                raise click.BadParameter(
+                    f"applies to --task {other} only, not --task {task}",
+                    param_hint=max(param.opts, key=len),
+                )
