@@ -4,7 +4,8 @@
 the backbone into a `SentenceEncoder`, hands both to the library's one training
 set-up, `keras_cosent.training.build` (the objective's loss and data layout,
 packed batches, AdamW with warm-up and linear decay), fits with the dev
-Spearman evaluated after every epoch (`SpearmanEvaluator`), and writes the
+Spearman evaluated after every epoch (`SpearmanEvaluator`; with `--dev-retrieval`
+also nDCG/MRR/Recall@10 and MAP@100, `RetrievalEvaluator`), and writes the
 encoder, the per-epoch metrics, the plot and the final results into `directory`.
 
 Imported lazily by the `train` command, after the Keras backend is chosen.
@@ -16,17 +17,22 @@ import warnings
 
 import keras
 
+from keras_cosent.callbacks import RetrievalEvaluator
 from keras_cosent.callbacks import SpearmanEvaluator
 from keras_cosent.training import build
 from keras_cosent.training import get_objective
 from recipes import data_loading
 from recipes import reporting
+from recipes.evaluation import evaluate_retrieval
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import ENCODER_FILE
 from recipes.model_loading import load_encoder
 from recipes.options import parse_text_columns
 
 DEV_NAME = "dev"
+# `--dev-retrieval`: the callback's log prefix, the cutoffs it logs (and MAP@100).
+IR_DEV_NAME = "ir_dev"
+IR_DEV_CUTOFFS = (10,)
 
 
 def read_datasets(config):
@@ -62,9 +68,15 @@ def train_encoder(config, directory, env):
     """Trains as `config` says and writes the run's files into `directory`.
 
     Returns:
-        The final evaluation results, `{split: {"pairs", "spearman", "pearson"}}`.
+        The final evaluation results, `{split: {"pairs", "spearman", "pearson"}}`,
+        and `{"dev_retrieval": {"queries", "documents", "ndcg@10", ...}}` (x 100).
     """
     train, train_format, dev, test = read_datasets(config)
+    dev_retrieval = None
+    if config.get("dev_retrieval") is not None:
+        dev_retrieval = data_loading.read_retrieval_folder(
+            config["dev_retrieval"], config["dev_retrieval_split"], "--dev-retrieval"
+        )
     keras.utils.set_random_seed(config["seed"])
     previous_policy = keras.mixed_precision.global_policy()
     if config["mixed_precision"]:
@@ -97,6 +109,10 @@ def train_encoder(config, directory, env):
         callbacks.append(
             SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
         )
+    if dev_retrieval is not None:
+        callbacks.append(RetrievalEvaluator.from_dataset(
+            dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS
+        ))
     env.note(
         f"training {config['loss']} on {len(setup.dataset)} rows ({train.source}): "
         f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
@@ -117,9 +133,13 @@ def train_encoder(config, directory, env):
         results["dev"] = evaluate_sts(encoder, dev)
     if test is not None:
         results["test"] = evaluate_sts(encoder, test)
+    if dev_retrieval is not None:
+        results["dev_retrieval"] = evaluate_retrieval(encoder, dev_retrieval)
 
     encoder.save(directory / ENCODER_FILE)
-    rows = reporting.history_rows(history.history, percent_suffixes=("_spearman", "_pearson"))
+    # Correlations and retrieval metrics (keys ending in @k) x 100, as in the tables.
+    percent = ("_spearman", "_pearson") + tuple(f"@{k}" for k in IR_DEV_CUTOFFS + (100,))
+    rows = reporting.history_rows(history.history, percent_suffixes=percent)
     reporting.write_metrics(directory, rows)
     if dev is None:
         reporting.plot_training(directory / reporting.PLOT_FILE, rows)
