@@ -23,15 +23,15 @@ from recipes.output_files import write_atomically
 
 @click.command(short_help="Mine hard negatives into (query, positive, negatives) JSON lines.")
 @click.argument("model")
-@click.option("--queries", type=INPUT_FILE, required=True,
+@click.option("--queries", type=INPUT_FILE, required=True, show_default=True,
               help="Queries as BEIR JSON lines: {\"_id\", \"text\"} per line.")
-@click.option("--corpus", type=INPUT_FILE, required=True,
+@click.option("--corpus", type=INPUT_FILE, required=True, show_default=True,
               help="Documents as BEIR JSON lines: {\"_id\", \"title\", \"text\"} per line.")
 @click.option("--qrels", type=INPUT_FILE, default=None,
               show_default="none: query on line i pairs with document on line i",
               help="BEIR qrels TSV (query-id, corpus-id, score); score >= 1 is a positive. "
               "Without it, the corpus' rows are the queries' positives, in order.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, show_default=True,
               help="JSON lines to write: {\"query\", \"positive\", \"negatives\": [...]} per "
               "(query, positive).")
 @click.option("--num-negatives", type=click.IntRange(min=1), default=3, show_default=True,
