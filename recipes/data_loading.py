@@ -82,3 +82,22 @@ def read_retrieval_folder(folder, split=None, option="FOLDER", split_option="--s
         return read_beir(folder, split)
     except FileNotFoundError as error:
         raise CliError(f"{option} {folder}: {error}") from None
+
+
+def read_labelled_texts(path, format=None, text_column="text", label_column="label",
+                        option="DATA"):
+    """`(texts, labels)` of a csv/tsv/jsonl file, labels kept as text (class names).
+
+    The label column is read as a second text column, so that any label (a name,
+    a number) is a class and the reader's file:line errors apply.
+    """
+    from keras_cosent.data import read_columns
+
+    dataset = read_columns(str(path), [text_column, label_column], format=format)
+    texts, labels = (list(column) for column in dataset.columns)
+    if len(set(labels)) < 2:
+        raise CliError(
+            f"{option} {path}: every row has the label {labels[0]!r}; clustering needs "
+            "at least 2 classes"
+        )
+    return texts, labels

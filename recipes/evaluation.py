@@ -59,3 +59,22 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100):
         "documents": len(evaluator.corpus_ids),
         **{key: 100.0 * value for key, value in scores.items()},
     }
+
+
+def evaluate_clustering(encoder, texts, labels, batch_size=64, seed=0):
+    """V-measure (x 100) of k-means clusters of the embeddings against the labels (as MTEB).
+
+    k is the number of distinct labels; `keras_cosent.retrieval.v_measure`
+    runs scikit-learn's `KMeans` (n_init=10, seeded).
+
+    Returns:
+        `{"texts": int, "clusters": int, "v_measure": float}`.
+    """
+    from keras_cosent.retrieval import v_measure
+
+    embeddings = encoder.encode(list(texts), batch_size=batch_size)
+    return {
+        "texts": len(texts),
+        "clusters": len(set(labels)),
+        "v_measure": 100.0 * v_measure(embeddings, list(labels), seed=seed),
+    }

@@ -37,7 +37,8 @@ def results_table(results):
     """The tables of evaluation results, `{split: result}`.
 
     STS results (`{"pairs", "spearman", "pearson"}`) make one table, retrieval
-    results (`{"queries", "documents", "ndcg@10", ...}`) another below it.
+    results (`{"queries", "documents", "ndcg@10", ...}`) and clustering results
+    (`{"texts", "clusters", "v_measure"}`) one each below it.
     """
     sts = [
         (split, result["pairs"], result["spearman"], result["pearson"])
@@ -50,11 +51,18 @@ def results_table(results):
         for split, result in results.items()
         if "ndcg@10" in result
     ]
+    clustering = [
+        (split, result["texts"], result["clusters"], result["v_measure"])
+        for split, result in results.items()
+        if "v_measure" in result
+    ]
     tables = []
     if sts:
         tables.append(format_table(("split", "pairs", "spearman", "pearson"), sts))
     if retrieval:
         tables.append(format_table(("split", "queries", "docs") + RETRIEVAL_COLUMNS, retrieval))
+    if clustering:
+        tables.append(format_table(("data", "texts", "clusters", "v_measure"), clustering))
     return "\n\n".join(tables)
 
 

@@ -1,4 +1,4 @@
-"""`keras-cosent evaluate --task retrieval`, `keras-cosent mine` and `train --dev-retrieval`.
+"""`evaluate --task retrieval/clustering`, `keras-cosent mine` and `train --dev-retrieval`.
 
 Retrieval metrics are checked against an independent computation: a full NumPy
 cosine matrix, its top 100 per query, scored by `pytrec_eval` (trec_eval
@@ -162,6 +162,60 @@ def test_evaluate_retrieval_input_errors(cli, tmp_path):
     assert_one_line_error(result, "no qrels/train.tsv", "dev, test")
     result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval", "--top-k", 10)
     assert_one_line_error(result, "--top-k")
+
+
+# --- clustering ---------------------------------------------------------------------
+
+
+def genre_texts(shared_data, per_genre=40):
+    """First sentences of STS-B dev labelled with their genre (captions, news, forums)."""
+    by_genre = {}
+    with open(shared_data / "stsbenchmark" / "sts-dev.csv", encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            by_genre.setdefault(fields[0], []).append(fields[5])
+    return [(text, genre) for genre, texts in by_genre.items() for text in texts[:per_genre]]
+
+
+def test_evaluate_clustering_equals_sklearn(cli, minilm, shared_data, tmp_path):
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import v_measure_score
+
+    rows = genre_texts(shared_data)
+    data = tmp_path / "genres.tsv"
+    data.write_text("sentence\tgenre\n" + "".join(f"{t}\t{g}\n" for t, g in rows),
+                    encoding="utf-8")
+    out = tmp_path / "clustering.json"
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
+                 "--text-columns", "sentence", "--label-column", "genre", "--max-length", 64,
+                 "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["texts"] == 120 and record["clusters"] == 3
+
+    embeddings = minilm.encode([t for t, _ in rows], batch_size=64)
+    clusters = KMeans(n_clusters=3, n_init=10, random_state=0).fit_predict(embeddings)
+    expected = 100 * v_measure_score([g for _, g in rows], clusters)
+    assert record["v_measure"] == pytest.approx(expected, abs=1e-6)
+    assert f"{record['v_measure']:.2f}" in result.stdout
+
+
+def test_evaluate_clustering_input_errors(cli, tmp_path):
+    data = tmp_path / "labelled.jsonl"
+    data.write_text('{"text": "a man", "label": "x"}\n{"text": "a dog", "label": "x"}\n')
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering")
+    assert_one_line_error(result, "labelled.jsonl", "at least 2 classes")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering", "--top-k", 100)
+    assert_one_line_error(result, "--top-k", "--task retrieval only")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
+                 "--text-columns", "text,label")
+    assert_one_line_error(result, "--text-columns", "reads one")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
+                 "--format", "pair-tsv")
+    assert_one_line_error(result, "--format", "csv, tsv, jsonl")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
+                 "--label-column", "topic")
+    assert_one_line_error(result, "labelled.jsonl", "topic")
 
 
 # --- mine ---------------------------------------------------------------------------
