@@ -1,4 +1,4 @@
-"""The `keras-cosent` command group: train, evaluate, encode, export, check-serving.
+"""The `keras-cosent` command group: train, evaluate, encode, mine, export, check-serving.
 
 One click group holds the options every command shares (the Keras backend) in an
 `Environment` passed down with `make_pass_decorator`; each command lives in its own
@@ -14,6 +14,7 @@ from recipes.commands.check_serving import check_serving
 from recipes.commands.encode import encode
 from recipes.commands.evaluate import evaluate
 from recipes.commands.export import export
+from recipes.commands.mine import mine
 from recipes.commands.train import train
 from recipes.context import BACKENDS
 from recipes.context import Environment
@@ -93,6 +94,7 @@ def main(ctx, backend, tuning, verbose):
     keras-cosent train --output runs/demo          # CoSENT on the demo set
     keras-cosent evaluate runs/demo dev.csv --format sts-benchmark
     keras-cosent encode runs/demo sentences.txt -o embeddings.npy
+    keras-cosent mine runs/demo --queries q.jsonl --corpus c.jsonl -o rows.jsonl
     keras-cosent export runs/demo runs/demo/export
     keras-cosent check-serving runs/demo/export/1
 
@@ -103,5 +105,5 @@ def main(ctx, backend, tuning, verbose):
     ctx.obj = Environment(backend, tuning=tuning, verbose=verbose)
 
 
-for _command in (train, evaluate, encode, export, check_serving):
+for _command in (train, evaluate, encode, mine, export, check_serving):
     main.add_command(_command)

@@ -1,4 +1,4 @@
-"""Reads the scored pairs `train --dev/--test` and `evaluate` are given, and the demo set.
+"""Reads the scored pairs and BEIR folders `train` and `evaluate` are given, and the demo set.
 
 The readers live in `keras_cosent.data`, and how a training file becomes the rows
 an objective trains on lives in `keras_cosent.training.objectives`; this module
@@ -51,3 +51,53 @@ def read_scored_pairs(path, format, text_columns=("sentence1", "sentence2"),
             "can be computed"
         )
     return dataset
+
+
+def retrieval_split(folder, split=None, option="FOLDER", split_option="--split"):
+    """The qrels split of a BEIR folder to use: `split`, else the folder's only one."""
+    qrels_dir = pathlib.Path(folder) / "qrels"
+    available = sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.is_dir() else []
+    if not available:
+        raise CliError(f"{option} {folder}: not a BEIR folder (no qrels/<split>.tsv)")
+    if split is None:
+        if len(available) > 1:
+            raise CliError(
+                f"{option} {folder}: has the splits {', '.join(available)}; choose one "
+                f"with {split_option}"
+            )
+        return available[0]
+    if split not in available:
+        raise CliError(
+            f"{option} {folder}: no qrels/{split}.tsv; its splits are {', '.join(available)}"
+        )
+    return split
+
+
+def read_retrieval_folder(folder, split=None, option="FOLDER", split_option="--split"):
+    """A `RetrievalDataset` from a BEIR folder, with errors naming `option` and the folder."""
+    from keras_cosent.data import read_beir
+
+    split = retrieval_split(folder, split, option, split_option)
+    try:
+        return read_beir(folder, split)
+    except FileNotFoundError as error:
+        raise CliError(f"{option} {folder}: {error}") from None
+
+
+def read_labelled_texts(path, format=None, text_column="text", label_column="label",
+                        option="DATA"):
+    """`(texts, labels)` of a csv/tsv/jsonl file, labels kept as text (class names).
+
+    The label column is read as a second text column, so that any label (a name,
+    a number) is a class and the reader's file:line errors apply.
+    """
+    from keras_cosent.data import read_columns
+
+    dataset = read_columns(str(path), [text_column, label_column], format=format)
+    texts, labels = (list(column) for column in dataset.columns)
+    if len(set(labels)) < 2:
+        raise CliError(
+            f"{option} {path}: every row has the label {labels[0]!r}; clustering needs "
+            "at least 2 classes"
+        )
+    return texts, labels

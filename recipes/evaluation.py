@@ -1,8 +1,9 @@
-"""STS evaluation shared by `train` and `evaluate`: Spearman and Pearson x 100 of pair cosines.
+"""Evaluation shared by `train` and `evaluate`: STS correlations and retrieval metrics, x 100.
 
-The numbers come from `keras_cosent.callbacks.SpearmanEvaluator.evaluate`, the
-same code that scores the dev set after every training epoch, so the per-epoch
-metrics, the final table and `keras-cosent evaluate` can never disagree.
+The numbers come from `keras_cosent.callbacks.SpearmanEvaluator.evaluate` and
+`RetrievalEvaluator.evaluate`, the same code that scores the dev sets after every
+training epoch, so the per-epoch metrics, the final table and `keras-cosent
+evaluate` can never disagree.
 """
 
 
@@ -27,4 +28,53 @@ def evaluate_sts(encoder, dataset, batch_size=64):
         "pairs": len(dataset),
         "spearman": 100.0 * scores["spearman"],
         "pearson": 100.0 * scores["pearson"],
+    }
+
+
+RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)
+
+
+def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100):
+    """Retrieval metrics (x 100) of the encoder's cosine ranking on a BEIR split.
+
+    Args:
+        encoder: a `keras_cosent.models.SentenceEncoder`.
+        dataset: a `keras_cosent.data.RetrievalDataset`.
+        batch_size: sentences per forward pass.
+        top_k: documents retrieved per query (>= 100, so that MAP@100 is whole).
+
+    Returns:
+        `{"queries": int, "documents": int, "ndcg@10": float, ...}`: every
+        metric of `keras_cosent.retrieval.METRICS` at 1, 3, 5, 10, 100 and `top_k`.
+    """
+    from keras_cosent.callbacks import RetrievalEvaluator
+
+    evaluator = RetrievalEvaluator.from_dataset(
+        dataset, encoder=encoder, batch_size=batch_size,
+        k_values=RETRIEVAL_CUTOFFS + (top_k,), verbose=0,
+    )
+    scores = evaluator.evaluate()
+    return {
+        "queries": len(evaluator.query_ids),
+        "documents": len(evaluator.corpus_ids),
+        **{key: 100.0 * value for key, value in scores.items()},
+    }
+
+
+def evaluate_clustering(encoder, texts, labels, batch_size=64, seed=0):
+    """V-measure (x 100) of k-means clusters of the embeddings against the labels (as MTEB).
+
+    k is the number of distinct labels; `keras_cosent.retrieval.v_measure`
+    runs scikit-learn's `KMeans` (n_init=10, seeded).
+
+    Returns:
+        `{"texts": int, "clusters": int, "v_measure": float}`.
+    """
+    from keras_cosent.retrieval import v_measure
+
+    embeddings = encoder.encode(list(texts), batch_size=batch_size)
+    return {
+        "texts": len(texts),
+        "clusters": len(set(labels)),
+        "v_measure": 100.0 * v_measure(embeddings, list(labels), seed=seed),
     }

@@ -30,13 +30,40 @@ def format_table(headers, rows):
     return "\n".join(lines)
 
 
+RETRIEVAL_COLUMNS = ("ndcg@10", "mrr@10", "recall@10", "map@100")
+
+
 def results_table(results):
-    """The table of `{split: {"pairs", "spearman", "pearson"}}` evaluation results."""
-    rows = [
+    """The tables of evaluation results, `{split: result}`.
+
+    STS results (`{"pairs", "spearman", "pearson"}`) make one table, retrieval
+    results (`{"queries", "documents", "ndcg@10", ...}`) and clustering results
+    (`{"texts", "clusters", "v_measure"}`) one each below it.
+    """
+    sts = [
         (split, result["pairs"], result["spearman"], result["pearson"])
         for split, result in results.items()
+        if "spearman" in result
     ]
-    return format_table(("split", "pairs", "spearman", "pearson"), rows)
+    retrieval = [
+        (split, result["queries"], result["documents"])
+        + tuple(result[key] for key in RETRIEVAL_COLUMNS)
+        for split, result in results.items()
+        if "ndcg@10" in result
+    ]
+    clustering = [
+        (split, result["texts"], result["clusters"], result["v_measure"])
+        for split, result in results.items()
+        if "v_measure" in result
+    ]
+    tables = []
+    if sts:
+        tables.append(format_table(("split", "pairs", "spearman", "pearson"), sts))
+    if retrieval:
+        tables.append(format_table(("split", "queries", "docs") + RETRIEVAL_COLUMNS, retrieval))
+    if clustering:
+        tables.append(format_table(("data", "texts", "clusters", "v_measure"), clustering))
+    return "\n\n".join(tables)
 
 
 def history_rows(history, percent_suffixes=()):

@@ -4,7 +4,8 @@
 the backbone into a `SentenceEncoder`, hands both to the library's one training
 set-up, `keras_cosent.training.build` (the objective's loss and data layout,
 packed batches, AdamW with warm-up and linear decay), fits with the dev
-Spearman evaluated after every epoch (`SpearmanEvaluator`), and writes the
+Spearman evaluated after every epoch (`SpearmanEvaluator`; with `--dev-retrieval`
+also nDCG/MRR/Recall@10 and MAP@100, `RetrievalEvaluator`), and writes the
 encoder, the per-epoch metrics, the plot and the final results into `directory`.
 
 Imported lazily by the `train` command, after the Keras backend is chosen.
@@ -17,11 +18,13 @@ import warnings
 import keras
 
 from keras_cosent.callbacks import ResumableTraining
+from keras_cosent.callbacks import RetrievalEvaluator
 from keras_cosent.callbacks import SpearmanEvaluator
 from keras_cosent.training import build
 from keras_cosent.training import get_objective
 from recipes import data_loading
 from recipes import reporting
+from recipes.evaluation import evaluate_retrieval
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import ENCODER_FILE
 from recipes.model_loading import load_encoder
@@ -31,6 +34,9 @@ DEV_NAME = "dev"
 # Per-epoch logs kept in the backup directory, so that a resumed run's metrics
 # hold the epochs trained before the interruption too.
 EPOCH_LOG = "epochs.csv"
+# `--dev-retrieval`: the callback's log prefix, the cutoffs it logs (and MAP@100).
+IR_DEV_NAME = "ir_dev"
+IR_DEV_CUTOFFS = (10,)
 
 
 def read_datasets(config):
@@ -71,9 +77,15 @@ def train_encoder(config, directory, env, backup_dir):
     continues from there. The caller removes it once the run is published.
 
     Returns:
-        The final evaluation results, `{split: {"pairs", "spearman", "pearson"}}`.
+        The final evaluation results, `{split: {"pairs", "spearman", "pearson"}}`,
+        and `{"dev_retrieval": {"queries", "documents", "ndcg@10", ...}}` (x 100).
     """
     train, train_format, dev, test = read_datasets(config)
+    dev_retrieval = None
+    if config.get("dev_retrieval") is not None:
+        dev_retrieval = data_loading.read_retrieval_folder(
+            config["dev_retrieval"], config["dev_retrieval_split"], "--dev-retrieval"
+        )
     keras.utils.set_random_seed(config["seed"])
     previous_policy = keras.mixed_precision.global_policy()
     if config["mixed_precision"]:
@@ -106,6 +118,10 @@ def train_encoder(config, directory, env, backup_dir):
         callbacks.append(
             SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
         )
+    if dev_retrieval is not None:
+        callbacks.append(RetrievalEvaluator.from_dataset(
+            dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS
+        ))
     callbacks += [
         keras.callbacks.CSVLogger(str(backup_dir / EPOCH_LOG), append=True),
         # Last, so that the state is saved after the epoch's logs are written: a
@@ -135,10 +151,14 @@ def train_encoder(config, directory, env, backup_dir):
         results["dev"] = evaluate_sts(encoder, dev)
     if test is not None:
         results["test"] = evaluate_sts(encoder, test)
+    if dev_retrieval is not None:
+        results["dev_retrieval"] = evaluate_retrieval(encoder, dev_retrieval)
 
     encoder.save(directory / ENCODER_FILE)
     history = reporting.read_epoch_log(backup_dir / EPOCH_LOG)
-    rows = reporting.history_rows(history, percent_suffixes=("_spearman", "_pearson"))
+    # Correlations and retrieval metrics (keys ending in @k) x 100, as in the tables.
+    percent = ("_spearman", "_pearson") + tuple(f"@{k}" for k in IR_DEV_CUTOFFS + (100,))
+    rows = reporting.history_rows(history, percent_suffixes=percent)
     reporting.write_metrics(directory, rows)
     if dev is None:
         reporting.plot_training(directory / reporting.PLOT_FILE, rows)

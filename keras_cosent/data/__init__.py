@@ -14,5 +14,6 @@ from keras_cosent.data.readers import read_text_lines
 from keras_cosent.data.pair_batches import PairBatches
 from keras_cosent.data.beir import RetrievalDataset
 from keras_cosent.data.beir import read_beir
+from keras_cosent.data.beir import read_retrieval_files
 from keras_cosent.data.beir import read_retrieval_triplets
 from keras_cosent.data.beir import write_retrieval_triplets

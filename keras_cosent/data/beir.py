@@ -103,12 +103,25 @@ def read_beir(folder, split="test"):
     for path in (corpus_path, queries_path, qrels_path):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"BEIR folder {folder!r} has no {os.path.relpath(path, folder)}")
+    return read_retrieval_files(corpus_path, queries_path, qrels_path, source=folder)
+
+
+def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None):
+    """Reads BEIR-format files named one by one into a `RetrievalDataset`.
+
+    The files need not sit in a BEIR folder (`read_beir` reads one); checks and
+    errors are the same. Without `qrels_path`, every query is kept and `qrels`
+    is empty (the caller pairs queries with documents some other way).
+    """
+    source = os.fspath(source if source is not None else queries_path)
     corpus = {
         d: (f"{title} {text}" if title.strip() else text)
         for d, (title, text) in _read_jsonl(corpus_path, ("title", "text")).items()
     }
     all_queries = {q: text for q, (text,) in _read_jsonl(queries_path, ("text",)).items()}
     qrels = {}
+    if qrels_path is None:
+        return RetrievalDataset(corpus, all_queries, qrels, source=source)
     with open(qrels_path, encoding="utf-8") as f:
         for line_number, line in enumerate(f, start=1):
             fields = line.rstrip("\n").rstrip("\r").split("\t")
@@ -151,7 +164,7 @@ def read_beir(folder, split="test"):
     for q in skipped:
         del qrels[q]
     queries = {q: all_queries[q] for q in qrels}
-    return RetrievalDataset(corpus, queries, qrels, source=folder, skipped=skipped)
+    return RetrievalDataset(corpus, queries, qrels, source=source, skipped=skipped)
 
 
 def write_retrieval_triplets(rows, path):

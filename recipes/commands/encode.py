@@ -1,8 +1,5 @@
 """`keras-cosent encode`: sentences, one per line, to a float32 `.npy` of unit-length embeddings."""
 
-import os
-import tempfile
-
 import click
 
 from recipes.context import pass_environment
@@ -10,6 +7,7 @@ from recipes.errors import CliError
 from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import max_length_option
+from recipes.output_files import write_atomically
 
 
 def read_sentences(stream, name):
@@ -56,20 +54,10 @@ def encode(env, model, input, output, batch_size, max_length):
     encoder = load_encoder(model, max_length=max_length)
     embeddings = encoder.encode(sentences, batch_size=batch_size, progress=True)
     embeddings = np.asarray(embeddings, dtype="float32")
-    directory = os.path.dirname(os.path.abspath(output))
-    os.makedirs(directory, exist_ok=True)
     # Written beside the target and renamed, so a failure leaves no partial file.
-    handle, partial = tempfile.mkstemp(suffix=".npy.partial", dir=directory)
-    try:
-        with os.fdopen(handle, "wb") as f:
+    def save(path):
+        with open(path, "wb") as f:  # a file object: np.save would add ".npy" to a name
             np.save(f, embeddings)
-        # mkstemp makes the file private; the result is an ordinary file.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(partial, 0o666 & ~umask)
-        os.replace(partial, output)
-    except BaseException:
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise
+
+    write_atomically(output, save)
     env.note(f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} float32 embeddings to {output}")

@@ -1,26 +1,55 @@
-"""`keras-cosent evaluate`: Spearman and Pearson (x 100) of a model's cosines on scored pairs."""
+"""`keras-cosent evaluate`: STS correlations, retrieval metrics on a BEIR folder, or clustering.
+
+`--task sts` (the default) gives Spearman and Pearson (x 100) of pair cosines;
+`--task retrieval` gives nDCG@10, MRR@10, Recall@10 and MAP@100 (x 100,
+trec_eval's definitions) of the cosine ranking of a BEIR folder's corpus for
+each of its queries; `--task clustering` gives the V-measure (x 100) of k-means
+clusters of labelled texts. All go through `recipes.evaluation`, the code
+`train` scores its dev sets with.
+"""
 
 import json
 import os
 
 import click
+from click.core import ParameterSource
 
 from recipes.context import pass_environment
 from recipes.options import FORMATS
-from recipes.options import INPUT_FILE
 from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import max_length_option
 from recipes.options import parse_text_columns
 from recipes.options import text_column_options
 
+TASKS = ("sts", "retrieval", "clustering")
+# The tasks that read each option: given explicitly with another task, it is an error.
+OPTION_TASKS = {
+    "format": ("sts", "clustering"),
+    "text_columns": ("sts", "clustering"),
+    "label_column": ("sts", "clustering"),
+    "split": ("retrieval",),
+    "top_k": ("retrieval",),
+}
+CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
 
-@click.command(short_help="Spearman/Pearson x 100 of a model on scored pairs.")
+
+@click.command(short_help="STS Spearman/Pearson, or retrieval nDCG/MRR/Recall/MAP, x 100.")
 @click.argument("model")
-@click.argument("data", type=INPUT_FILE)
+@click.argument("data", type=click.Path(exists=True))
+@click.option("--task", type=click.Choice(TASKS), default="sts", show_default=True,
+              help="sts: DATA is a file of scored pairs; retrieval: DATA is a BEIR folder "
+              "(corpus.jsonl, queries.jsonl, qrels/<split>.tsv); clustering: DATA is a "
+              "csv/tsv/jsonl file of labelled texts (columns text and label unless "
+              "--text-columns/--label-column say otherwise).")
 @click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
-              help="Format of DATA (pair-tsv: sentence1 TAB sentence2 TAB score).")
+              help="Format of DATA for --task sts (pair-tsv: sentence1 TAB sentence2 TAB score).")
 @text_column_options
+@click.option("--split", default=None, show_default="the folder's only qrels file",
+              help="Retrieval: the qrels/<split>.tsv of DATA to evaluate on.")
+@click.option("--top-k", type=click.IntRange(min=100), default=100, show_default=True,
+              help="Retrieval: documents retrieved per query (exact search); metrics are "
+              "computed at 1, 3, 5, 10, 100 and this depth.")
 @batch_size_option(default=64)
 @max_length_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
@@ -28,28 +57,116 @@ from recipes.options import text_column_options
               help="Also write the results to this JSON file.")
 @backend_option
 @pass_environment
-def evaluate(env, model, data, format, text_columns, label_column, batch_size, max_length,
-             json_path):
-    """Evaluate MODEL on the scored sentence pairs in DATA.
+@click.pass_context
+def evaluate(ctx, env, model, data, task, format, text_columns, label_column, split, top_k,
+             batch_size, max_length, json_path):
+    """Evaluate MODEL on DATA.
 
-    Prints the corpus-level Spearman and Pearson correlations (x 100) between
-    the cosine of each pair's embeddings and its score, as STS benchmarks report.
+    \b
+    --task sts (default): the corpus-level Spearman and Pearson correlations
+      (x 100) between the cosine of each pair's embeddings and its score, as
+      STS benchmarks report.
+    --task retrieval: DATA is a BEIR folder; every query's documents are ranked
+      by cosine over the whole corpus and scored against the qrels: nDCG@10,
+      MRR@10, Recall@10 and MAP@100 (x 100, as trec_eval computes them).
+    --task clustering: the V-measure (x 100) of k-means (k = number of labels,
+      seeded) on the embeddings of labelled texts, as MTEB's clustering tasks.
     """
+    _check_task_options(ctx, task)
+    if task != "retrieval" and os.path.isdir(data):
+        raise click.BadParameter(
+            f"{data!r} is a directory; --task {task} evaluates a file "
+            "(--task retrieval takes a BEIR folder)", param_hint="DATA"
+        )
+    if task == "retrieval" and not os.path.isdir(data):
+        raise click.BadParameter(
+            f"{data!r} is a file; --task retrieval takes a BEIR folder holding "
+            "corpus.jsonl, queries.jsonl and qrels/<split>.tsv", param_hint="DATA"
+        )
     env.activate_backend()
-    from recipes.data_loading import read_scored_pairs
-    from recipes.evaluation import evaluate_sts
     from recipes.model_loading import load_encoder
     from recipes.reporting import results_table
 
-    dataset = read_scored_pairs(
-        data, format, parse_text_columns(text_columns), label_column, option="DATA"
-    )
-    encoder = load_encoder(model, max_length=max_length)
-    result = evaluate_sts(encoder, dataset, batch_size=batch_size)
-    env.log(results_table({os.path.basename(data): result}))
-    if json_path is not None:
+    if task == "sts":
+        from recipes.data_loading import read_scored_pairs
+        from recipes.evaluation import evaluate_sts
+
+        dataset = read_scored_pairs(
+            data, format, parse_text_columns(text_columns), label_column, option="DATA"
+        )
+        encoder = load_encoder(model, max_length=max_length)
+        result = evaluate_sts(encoder, dataset, batch_size=batch_size)
+        name = os.path.basename(data)
         record = {"model": model, "data": os.path.abspath(data), "format": format, **result}
+    elif task == "clustering":
+        from recipes.data_loading import read_labelled_texts
+        from recipes.evaluation import evaluate_clustering
+
+        format, text_column, label_column = _clustering_columns(
+            ctx, format, text_columns, label_column
+        )
+        texts, labels = read_labelled_texts(data, format, text_column, label_column)
+        encoder = load_encoder(model, max_length=max_length)
+        result = evaluate_clustering(encoder, texts, labels, batch_size=batch_size)
+        name = os.path.basename(data)
+        record = {"model": model, "data": os.path.abspath(data), "task": task,
+                  "text_column": text_column, "label_column": label_column, **result}
+    else:
+        from recipes.data_loading import read_retrieval_folder
+        from recipes.data_loading import retrieval_split
+        from recipes.evaluation import evaluate_retrieval
+
+        split = retrieval_split(data, split, option="DATA")
+        dataset = read_retrieval_folder(data, split, option="DATA")
+        encoder = load_encoder(model, max_length=max_length)
+        result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k)
+        name = f"{os.path.basename(os.path.normpath(data))} ({split})"
+        record = {"model": model, "data": os.path.abspath(data), "task": task, "split": split,
+                  "top_k": top_k, **result}
+    env.log(results_table({name: result}))
+    if json_path is not None:
         with open(json_path, "w", encoding="utf-8") as f:
             json.dump(record, f, indent=2)
             f.write("\n")
         env.note(f"results written to {json_path}")
+
+
+def _check_task_options(ctx, task):
+    """Refuses an option given on the command line that `task` does not read."""
+    for param in ctx.command.params:
+        tasks = OPTION_TASKS.get(param.name, TASKS)
+        given = ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE
+        if task not in tasks and given:
+            raise click.BadParameter(
+                f"applies to --task {' or '.join(tasks)} only, not --task {task}",
+                param_hint=max(param.opts, key=len),
+            )
+
+
+def _clustering_columns(ctx, format, text_columns, label_column):
+    """--format, the text column and the label column of `--task clustering`.
+
+    Their defaults are the STS ones (pair-tsv, sentence1,sentence2, score); left
+    at them, clustering infers the format from the extension and reads the
+    columns `text` and `label`.
+    """
+    def given(name):
+        return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+    if not given("format"):
+        format = None
+    elif format not in CLUSTERING_FORMATS:
+        raise click.BadParameter(
+            f"{format} has no label column; --task clustering reads "
+            f"{', '.join(CLUSTERING_FORMATS)}", param_hint="--format"
+        )
+    text_column = "text"
+    if given("text_columns"):
+        names = text_columns.split(",")
+        if len(names) != 1:
+            raise click.BadParameter(
+                f"{text_columns!r} names {len(names)} columns; --task clustering reads one",
+                param_hint="--text-columns",
+            )
+        text_column = names[0]
+    return format, text_column, label_column if given("label_column") else "label"

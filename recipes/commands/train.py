@@ -66,6 +66,13 @@ evaluates on its 80 dev pairs."""
               help="Scored pairs evaluated after every epoch and at the end.")
 @click.option("--test", type=INPUT_FILE, default=None, show_default="none",
               help="Scored pairs evaluated once at the end.")
+@click.option("--dev-retrieval", type=click.Path(exists=True, file_okay=False), default=None,
+              show_default="none",
+              help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) scored after "
+              "every epoch (ir_dev_ndcg@10, ir_dev_mrr@10, ... in metrics.csv) and at the end.")
+@click.option("--dev-retrieval-split", default=None,
+              show_default="the folder's only qrels file",
+              help="The qrels/<split>.tsv of --dev-retrieval to score on.")
 @click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
               help="Format of --train (pair-tsv: sentence1 TAB sentence2 TAB score).")
 @click.option("--eval-format", type=click.Choice(FORMATS), default=None,
@@ -202,6 +209,17 @@ def build_config(backend, options, tuning=True):
     config["data_sha256"] = {
         split: _sha256(path) for split, path in files.items() if path is not None
     }
+    if config.get("dev_retrieval") is not None:
+        from recipes.data_loading import retrieval_split
+
+        folder = config["dev_retrieval"] = os.path.abspath(config["dev_retrieval"])
+        split = config["dev_retrieval_split"] = retrieval_split(
+            folder, config["dev_retrieval_split"], "--dev-retrieval", "--dev-retrieval-split"
+        )
+        parts = ("corpus.jsonl", "queries.jsonl", os.path.join("qrels", f"{split}.tsv"))
+        config["data_sha256"]["dev_retrieval"] = hashlib.sha256(
+            "".join(_sha256(os.path.join(folder, part)) for part in parts).encode()
+        ).hexdigest()
     return config
 
 

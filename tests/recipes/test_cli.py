@@ -12,7 +12,7 @@ from recipes.cli import main
 from recipes.context import BACKENDS
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COMMANDS = ("train", "evaluate", "encode", "export", "check-serving")
+COMMANDS = ("train", "evaluate", "encode", "mine", "export", "check-serving")
 
 
 def assert_one_line_error(result, *fragments):
@@ -85,7 +85,7 @@ def test_unknown_backend_is_a_one_line_error(cli):
     assert_one_line_error(result, "--backend", "numpy")
 
 
-@pytest.mark.parametrize("command", ["train", "evaluate", "encode", "export", "check-serving"])
+@pytest.mark.parametrize("command", ["train", "evaluate", "encode", "mine", "export", "check-serving"])
 def test_backend_is_also_an_option_of_every_command(cli, command):
     result = cli(command, "--backend", "numpy")
     assert_one_line_error(result, "--backend", "numpy")

@@ -1,0 +1,126 @@
+"""`keras-cosent mine`: hard negatives for (query, positive) pairs, as training JSON lines.
+
+Reads queries and a corpus in BEIR's JSON-lines format (and, optionally, BEIR
+qrels naming each query's positives), embeds both with MODEL (with a progress
+bar), and hands the embeddings to the library's `mine_hard_negatives` (exact
+chunked search, rank window, margins, seeded sampling). The rows are written
+with `write_retrieval_triplets` to a temporary file renamed into place, so an
+error leaves no output. `keras_cosent.data.read_retrieval_triplets` reads them
+back as (query, positive, negative...) columns for InfoNCE.
+"""
+
+import click
+
+from recipes.context import pass_environment
+from recipes.errors import CliError
+from recipes.options import INPUT_FILE
+from recipes.options import backend_option
+from recipes.options import batch_size_option
+from recipes.options import max_length_option
+from recipes.output_files import refuse_existing
+from recipes.output_files import write_atomically
+
+
+@click.command(short_help="Mine hard negatives into (query, positive, negatives) JSON lines.")
+@click.argument("model")
+@click.option("--queries", type=INPUT_FILE, required=True, show_default=True,
+              help="Queries as BEIR JSON lines: {\"_id\", \"text\"} per line.")
+@click.option("--corpus", type=INPUT_FILE, required=True, show_default=True,
+              help="Documents as BEIR JSON lines: {\"_id\", \"title\", \"text\"} per line.")
+@click.option("--qrels", type=INPUT_FILE, default=None,
+              show_default="none: query on line i pairs with document on line i",
+              help="BEIR qrels TSV (query-id, corpus-id, score); score >= 1 is a positive. "
+              "Without it, the corpus' rows are the queries' positives, in order.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, show_default=True,
+              help="JSON lines to write: {\"query\", \"positive\", \"negatives\": [...]} per "
+              "(query, positive).")
+@click.option("--num-negatives", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Negatives per row.")
+@click.option("--range-min", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Skip this many best candidates (ranks counted with the positives removed).")
+@click.option("--range-max", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Candidates come from ranks below this one.")
+@click.option("--margin", type=click.FloatRange(min=0), default=None, show_default="none",
+              help="Drop candidates whose cosine exceeds the positive's minus this margin.")
+@click.option("--relative-margin", type=click.FloatRange(min=0, max=1, max_open=True),
+              default=None, show_default="none",
+              help="Drop candidates whose cosine exceeds the positive's times (1 - this).")
+@click.option("--sampling", type=click.Choice(("top", "random")), default="top",
+              show_default=True,
+              help="top: the best surviving candidates; random: a seeded draw among them.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sampling random.")
+@batch_size_option(default=64)
+@max_length_option
+@click.option("--overwrite", is_flag=True, default=False, show_default=True,
+              help="Replace an existing --output.")
+@backend_option
+@pass_environment
+def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, range_max,
+         margin, relative_margin, sampling, seed, batch_size, max_length, overwrite):
+    """Mine hard negatives for each (query, positive) with MODEL.
+
+    For each query the corpus is ranked by cosine; its known positives are
+    removed, ranks [--range-min, --range-max) kept, candidates too close to the
+    positive dropped (--margin, --relative-margin: the nearest neighbours are
+    often unlabelled positives), and --num-negatives taken. Reports how many
+    queries got fewer negatives than asked (their rows are still written).
+
+    \b
+    keras-cosent mine all-MiniLM-L6-v2 --queries train/queries.jsonl \\
+        --corpus train/corpus.jsonl --qrels train/qrels/train.tsv -o triplets.jsonl
+    """
+    if range_min >= range_max:
+        raise click.BadParameter(
+            f"--range-min {range_min} should be below --range-max {range_max}",
+            param_hint="--range-min",
+        )
+    refuse_existing(output, overwrite)
+    env.activate_backend()
+    import numpy as np
+
+    from keras_cosent.data import read_retrieval_files
+    from keras_cosent.data import write_retrieval_triplets
+    from keras_cosent.retrieval import mine_hard_negatives
+    from recipes.model_loading import load_encoder
+
+    data = read_retrieval_files(corpus, queries, qrels)
+    if qrels is None:
+        if len(data.corpus) < len(data.queries):
+            raise CliError(
+                f"--corpus {corpus} has {len(data.corpus)} documents, fewer than the "
+                f"{len(data.queries)} queries of --queries {queries}; without --qrels the "
+                "query on line i pairs with the document on line i"
+            )
+        queries_arg, corpus_arg = list(data.queries.values()), list(data.corpus.values())
+        positives = [[i] for i in range(len(queries_arg))]
+    else:
+        if not data.qrels:
+            raise CliError(f"--qrels {qrels}: no query has a positive (score >= 1)")
+        queries_arg, corpus_arg, positives = data.queries, data.corpus, data.qrels
+    query_texts = list(data.queries.values())
+    encoder = load_encoder(model, max_length=max_length)
+    env.note(f"encoding {len(query_texts)} queries and {len(data.corpus)} documents")
+    query_embeddings = encoder.encode(query_texts, batch_size=batch_size, progress=True)
+    corpus_embeddings = encoder.encode(
+        list(data.corpus.values()), batch_size=batch_size, progress=True
+    )
+    rows, report = mine_hard_negatives(
+        queries_arg, corpus_arg, positives,
+        query_embeddings=np.asarray(query_embeddings),
+        corpus_embeddings=np.asarray(corpus_embeddings),
+        num_negatives=num_negatives, range_min=range_min, range_max=range_max,
+        margin=margin, relative_margin=relative_margin, sampling=sampling, seed=seed,
+    )
+    write_atomically(output, lambda path: write_retrieval_triplets(rows, path))
+    env.log(
+        f"wrote {report['rows']} rows ({len(query_texts)} queries) with up to "
+        f"{num_negatives} negatives to {output}"
+    )
+    if report["short_rows"]:
+        env.log(
+            f"{report['short_queries']} of {len(query_texts)} queries "
+            f"({report['short_rows']} rows) got fewer than {num_negatives} negatives; "
+            "widen --range-max or loosen the margins"
+        )
+    else:
+        env.log(f"every row has {num_negatives} negatives")

@@ -1,0 +1,423 @@
+"""`evaluate --task retrieval/clustering`, `keras-cosent mine` and `train --dev-retrieval`.
+
+Retrieval metrics are checked against an independent computation: a full NumPy
+cosine matrix, its top 100 per query, scored by `pytrec_eval` (trec_eval
+itself). The default run uses small BEIR folders cut from the real STS-B
+retrieval splits; the whole test split, against the published
+sentence-transformers numbers, is marked slow.
+"""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from tests.recipes.conftest import demo_rows
+from tests.recipes.test_cli import assert_one_line_error
+
+# all-MiniLM-L6-v2, sentence-transformers' InformationRetrievalEvaluator on
+# stsb-en-test (the folder's README), x 100.
+README_STSB_TEST = {"ndcg@10": 94.43, "mrr@10": 93.05, "recall@10": 99.16, "map@100": 92.56}
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_beir(folder, split, queries, corpus, qrels):
+    """Writes `{id: text}` queries and corpus and `{qid: {did: score}}` qrels as BEIR."""
+    (folder / "qrels").mkdir(parents=True)
+    with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
+        for qid, text in queries.items():
+            f.write(json.dumps({"_id": qid, "text": text}) + "\n")
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for did, text in corpus.items():
+            f.write(json.dumps({"_id": did, "title": "", "text": text}) + "\n")
+    with open(folder / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        for qid, judged in qrels.items():
+            for did, score in judged.items():
+                f.write(f"{qid}\t{did}\t{score}\n")
+    return folder
+
+
+def read_beir_folder(folder, split):
+    queries = {r["_id"]: r["text"] for r in read_jsonl(folder / "queries.jsonl")}
+    corpus = {r["_id"]: r["text"] for r in read_jsonl(folder / "corpus.jsonl")}
+    qrels = {}
+    with open(folder / "qrels" / f"{split}.tsv", encoding="utf-8") as f:
+        for qid, did, score in list(csv.reader(f, delimiter="\t"))[1:]:
+            qrels.setdefault(qid, {})[did] = int(score)
+    return queries, corpus, qrels
+
+
+def subset_beir(source, split, destination, num_queries, num_docs, include=()):
+    """The first `num_queries` judged queries of a real BEIR folder (and those in
+    `include`), their relevant documents and the first other documents up to
+    `num_docs`."""
+    queries, corpus, qrels = read_beir_folder(source, split)
+    kept = list(dict.fromkeys(list(qrels)[:num_queries] + list(include)))
+    sub_qrels = {q: qrels[q] for q in kept}
+    relevant = {d for judged in sub_qrels.values() for d in judged}
+    docs = list(relevant) + [d for d in corpus if d not in relevant]
+    sub_corpus = {d: corpus[d] for d in docs[: max(num_docs, len(relevant))]}
+    return write_beir(destination, split, {q: queries[q] for q in kept}, sub_corpus, sub_qrels)
+
+
+def reference_metrics(encoder, folder, split, depth=100):
+    """nDCG@10, MRR@10, Recall@10, MAP@100 from a full NumPy cosine matrix and pytrec_eval."""
+    import pytrec_eval
+
+    queries, corpus, qrels = read_beir_folder(folder, split)
+    query_ids = list(qrels)
+    doc_ids = list(corpus)
+    q = np.asarray(encoder.encode([queries[i] for i in query_ids], batch_size=64), "float64")
+    c = np.asarray(encoder.encode(list(corpus.values()), batch_size=64), "float64")
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    cosines = q @ c.T
+    order = np.argsort(-cosines, axis=1, kind="stable")
+
+    def run(k):
+        return {
+            qid: {doc_ids[j]: float(cosines[i, j]) for j in order[i, :k]}
+            for i, qid in enumerate(query_ids)
+        }
+
+    def mean(measures, k, key):
+        per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run(k))
+        return 100 * np.mean([values[key] for values in per_query.values()])
+
+    return {
+        "ndcg@10": mean({"ndcg_cut.10"}, depth, "ndcg_cut_10"),
+        # trec_eval's reciprocal rank has no cutoff: on a run cut at 10 it is MRR@10.
+        "mrr@10": mean({"recip_rank"}, 10, "recip_rank"),
+        "recall@10": mean({"recall.10"}, depth, "recall_10"),
+        "map@100": mean({"map_cut.100"}, depth, "map_cut_100"),
+    }
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from recipes.model_loading import load_encoder
+
+    return load_encoder("all-MiniLM-L6-v2", max_length=64)
+
+
+def evaluate_retrieval_cli(cli, folder, tmp_path, *options):
+    out = tmp_path / "retrieval.json"
+    result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval",
+                 "--max-length", 64, "--json", out, *options)
+    assert result.exit_code == 0, result.output
+    return result, json.loads(out.read_text())
+
+
+def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_data, tmp_path):
+    folder = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
+                         num_queries=40, num_docs=150)
+    result, record = evaluate_retrieval_cli(cli, folder, tmp_path)
+
+    assert record["task"] == "retrieval" and record["split"] == "test"
+    assert record["queries"] == 40 and record["documents"] == 150 and record["top_k"] == 100
+    expected = reference_metrics(minilm, folder, "test")
+    for key, value in expected.items():
+        assert record[key] == pytest.approx(value, abs=1e-4), key  # x 100: 1e-6 unscaled
+    # The table shows the same numbers.
+    table = result.stdout.splitlines()
+    assert table[0].split() == ["split", "queries", "docs", "ndcg@10", "mrr@10", "recall@10",
+                                "map@100"]
+    assert table[1].split()[-4:] == [f"{record[k]:.2f}" for k in README_STSB_TEST]
+
+
+@pytest.mark.slow
+def test_evaluate_retrieval_on_whole_stsb_test(cli, minilm, shared_data, tmp_path):
+    """The whole split: equal to pytrec_eval, and within 0.3 of sentence-transformers'
+    numbers (keras-hub's GELU differs from PyTorch's by round-off)."""
+    folder = shared_data / "retrieval" / "stsb-en-test"
+    _, record = evaluate_retrieval_cli(cli, folder, tmp_path)
+    assert record["queries"] == 309 and record["documents"] == 1337
+    expected = reference_metrics(minilm, folder, "test")
+    for key, published in README_STSB_TEST.items():
+        assert record[key] == pytest.approx(expected[key], abs=1e-4), key
+        assert record[key] == pytest.approx(published, abs=0.3), key
+
+
+def test_evaluate_retrieval_input_errors(cli, tmp_path):
+    folder = write_beir(tmp_path / "beir", "dev", {"q": "a man"}, {"d": "a man"}, {"q": {"d": 1}})
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\td\t1\n")
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("a\tb\t1.0\nc\td\t2.0\n")
+
+    result = cli("evaluate", "all-MiniLM-L6-v2", pairs, "--task", "retrieval")
+    assert_one_line_error(result, "pairs.tsv", "BEIR folder")
+    result = cli("evaluate", "all-MiniLM-L6-v2", folder)
+    assert_one_line_error(result, "is a directory", "--task retrieval")
+    result = cli("evaluate", "all-MiniLM-L6-v2", pairs, "--split", "test")
+    assert_one_line_error(result, "--split", "--task retrieval only")
+    result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval")
+    assert_one_line_error(result, "dev, test", "--split")
+    result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval", "--split", "train")
+    assert_one_line_error(result, "no qrels/train.tsv", "dev, test")
+    result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval", "--top-k", 10)
+    assert_one_line_error(result, "--top-k")
+
+
+# --- clustering ---------------------------------------------------------------------
+
+
+def genre_texts(shared_data, per_genre=40):
+    """First sentences of STS-B dev labelled with their genre (captions, news, forums)."""
+    by_genre = {}
+    with open(shared_data / "stsbenchmark" / "sts-dev.csv", encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            by_genre.setdefault(fields[0], []).append(fields[5])
+    return [(text, genre) for genre, texts in by_genre.items() for text in texts[:per_genre]]
+
+
+def test_evaluate_clustering_equals_sklearn(cli, minilm, shared_data, tmp_path):
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import v_measure_score
+
+    rows = genre_texts(shared_data)
+    data = tmp_path / "genres.tsv"
+    data.write_text("sentence\tgenre\n" + "".join(f"{t}\t{g}\n" for t, g in rows),
+                    encoding="utf-8")
+    out = tmp_path / "clustering.json"
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
+                 "--text-columns", "sentence", "--label-column", "genre", "--max-length", 64,
+                 "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["texts"] == 120 and record["clusters"] == 3
+
+    embeddings = minilm.encode([t for t, _ in rows], batch_size=64)
+    clusters = KMeans(n_clusters=3, n_init=10, random_state=0).fit_predict(embeddings)
+    expected = 100 * v_measure_score([g for _, g in rows], clusters)
+    assert record["v_measure"] == pytest.approx(expected, abs=1e-6)
+    assert f"{record['v_measure']:.2f}" in result.stdout
+
+
+def test_evaluate_clustering_input_errors(cli, tmp_path):
+    data = tmp_path / "labelled.jsonl"
+    data.write_text('{"text": "a man", "label": "x"}\n{"text": "a dog", "label": "x"}\n')
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering")
+    assert_one_line_error(result, "labelled.jsonl", "at least 2 classes")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering", "--top-k", 100)
+    assert_one_line_error(result, "--top-k", "--task retrieval only")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
+                 "--text-columns", "text,label")
+    assert_one_line_error(result, "--text-columns", "reads one")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
+                 "--format", "pair-tsv")
+    assert_one_line_error(result, "--format", "csv, tsv, jsonl")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
+                 "--label-column", "topic")
+    assert_one_line_error(result, "labelled.jsonl", "topic")
+
+
+# --- mine ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mining_folder(shared_data, tmp_path_factory):
+    """20 STS-B dev queries (and q77, which has two positives) over 100 documents."""
+    return subset_beir(shared_data / "retrieval" / "stsb-en-dev", "dev",
+                       tmp_path_factory.mktemp("mining") / "beir", num_queries=20,
+                       num_docs=100, include=("q77",))
+
+
+def mine_cli(cli, folder, output, *options, model="all-MiniLM-L6-v2"):
+    return cli("mine", model, "--queries", folder / "queries.jsonl",
+               "--corpus", folder / "corpus.jsonl", "--qrels", folder / "qrels" / "dev.tsv",
+               "-o", output, "--max-length", 64, *options)
+
+
+def ranked_candidates(minilm, queries, corpus, qrels):
+    """Per query: its positives' cosines and the other documents by cosine, descending."""
+    doc_ids = list(corpus)
+    c = np.asarray(minilm.encode(list(corpus.values())), "float64")
+    q = np.asarray(minilm.encode([queries[qid] for qid in qrels]), "float64")
+    cosines = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (
+        c / np.linalg.norm(c, axis=1, keepdims=True)).T
+    out = {}
+    for i, (qid, judged) in enumerate(qrels.items()):
+        positives = {corpus[d]: cosines[i, doc_ids.index(d)] for d in judged}
+        others = [(corpus[d], cosines[i, j]) for j, d in enumerate(doc_ids) if d not in judged]
+        others.sort(key=lambda item: -item[1])
+        out[queries[qid]] = (positives, others)
+    return out
+
+
+def test_mine_excludes_positives_and_keeps_window_and_margin(cli, minilm, mining_folder, tmp_path):
+    queries, corpus, qrels = read_beir_folder(mining_folder, "dev")
+    reference = ranked_candidates(minilm, queries, corpus, qrels)
+
+    window = tmp_path / "window.jsonl"
+    result = mine_cli(cli, mining_folder, window, "--range-min", 2, "--range-max", 8,
+                      "--num-negatives", 3, "--sampling", "random", "--seed", 7)
+    assert result.exit_code == 0, result.output
+    assert "wrote 22 rows (21 queries)" in result.stdout
+    rows = read_jsonl(window)
+    assert len(rows) == 22  # one per (query, positive): q77 twice
+    for row in rows:
+        positives, others = reference[row["query"]]
+        assert row["positive"] in positives
+        assert len(row["negatives"]) == 3
+        ranks = [[text for text, _ in others].index(n) for n in row["negatives"]]
+        assert not set(row["negatives"]) & set(positives)
+        # Ranks among the non-positives, in [2, 8), in rank order (round-off may swap a
+        # near-tie across the window's edge, hence the one-rank slack).
+        assert all(1 <= r <= 8 for r in ranks) and ranks == sorted(ranks), ranks
+
+    margin = tmp_path / "margin.jsonl"
+    result = mine_cli(cli, mining_folder, margin, "--margin", 0.1, "--num-negatives", 5)
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(margin)
+    for row in rows:
+        positives, others = reference[row["query"]]
+        cosine = dict(others)
+        limit = positives[row["positive"]] - 0.1
+        assert all(cosine[n] <= limit + 1e-5 for n in row["negatives"])
+        # "top": the best candidates of ranks [0, 50) under the margin, none skipped.
+        assert row["negatives"] == [text for text, s in others[:50] if s <= limit][:5]
+    # The margin did drop near-duplicates (unlabelled positives) the window held.
+    assert any(row["negatives"] != [t for t, _ in reference[row["query"]][1][:5]] for row in rows)
+
+
+def test_mine_is_deterministic_and_reports_short_rows(cli, tiny_checkpoint, tmp_path):
+    """With the tiny model on demo pairs: same seed, same file; a window too narrow
+    for the count asked is reported."""
+    rows = demo_rows("dev")[:20]
+    folder = write_beir(
+        tmp_path / "beir", "dev",
+        {f"q{i}": first for i, (first, _, _) in enumerate(rows)},
+        {f"d{i}": second for i, (_, second, _) in enumerate(rows)},
+        {f"q{i}": {f"d{i}": 1} for i in range(len(rows))},
+    )
+    outputs = []
+    for name, seed in (("a", 3), ("b", 3), ("c", 4)):
+        outputs.append(tmp_path / f"{name}.jsonl")
+        result = mine_cli(cli, folder, outputs[-1], "--sampling", "random", "--seed", seed,
+                          "--max-length", 16, model=tiny_checkpoint)
+        assert result.exit_code == 0, result.output
+        assert "every row has 3 negatives" in result.stdout
+    assert outputs[0].read_bytes() == outputs[1].read_bytes()
+    assert outputs[0].read_bytes() != outputs[2].read_bytes()
+
+    short = tmp_path / "short.jsonl"
+    result = mine_cli(cli, folder, short, "--range-max", 2, "--num-negatives", 3,
+                      "--max-length", 16, model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert "20 of 20 queries (20 rows) got fewer than 3 negatives" in result.stdout
+    assert all(len(r["negatives"]) == 2 for r in read_jsonl(short))
+
+    # Without --qrels, the query on line i pairs with the document on line i.
+    paired = tmp_path / "paired.jsonl"
+    result = cli("mine", tiny_checkpoint, "--queries", folder / "queries.jsonl",
+                 "--corpus", folder / "corpus.jsonl", "-o", paired, "--max-length", 16)
+    assert result.exit_code == 0, result.output
+    assert [r["positive"] for r in read_jsonl(paired)] == [second for _, second, _ in rows]
+
+
+def test_mine_errors_name_the_input_and_leave_no_output(cli, tiny_checkpoint, tmp_path,
+                                                        monkeypatch):
+    folder = write_beir(tmp_path / "beir", "dev", {"q1": "a man", "q2": "a dog"},
+                        {"d1": "a man", "d2": "a dog", "d3": "a cat"},
+                        {"q1": {"d1": 1}, "q2": {"d2": 1}})
+    output = tmp_path / "out" / "rows.jsonl"
+
+    def leaves_nothing():
+        assert not output.parent.exists() or list(output.parent.iterdir()) == []
+
+    result = mine_cli(cli, folder, output, "--range-min", 5, "--range-max", 5,
+                      model=tiny_checkpoint)
+    assert_one_line_error(result, "--range-min 5 should be below --range-max 5")
+    leaves_nothing()
+
+    bad_queries = tmp_path / "bad_queries.jsonl"
+    bad_queries.write_text('{"_id": "q1", "text": "a man"}\n\n{"_id": "q2", "text": 3}\n')
+    result = cli("mine", tiny_checkpoint, "--queries", bad_queries,
+                 "--corpus", folder / "corpus.jsonl", "-o", output)
+    assert_one_line_error(result, "bad_queries.jsonl:3", "`text` should be a string")
+    leaves_nothing()
+
+    bad_qrels = tmp_path / "bad_qrels.tsv"
+    bad_qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td9\t1\n")
+    result = cli("mine", tiny_checkpoint, "--queries", folder / "queries.jsonl",
+                 "--corpus", folder / "corpus.jsonl", "--qrels", bad_qrels, "-o", output)
+    assert_one_line_error(result, "bad_qrels.tsv:3", "unknown corpus id 'd9'")
+    leaves_nothing()
+
+    result = cli("mine", tiny_checkpoint, "--queries", folder / "corpus.jsonl",
+                 "--corpus", folder / "queries.jsonl", "-o", output)
+    assert_one_line_error(result, "--corpus", "2 documents, fewer than the 3 queries")
+    leaves_nothing()
+
+    # A failure while writing leaves neither the file nor a partial one.
+    import keras_cosent.data
+
+    def fail_after_one_line(rows, path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("{}\n")
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(keras_cosent.data, "write_retrieval_triplets", fail_after_one_line)
+    result = mine_cli(cli, folder, output, "--max-length", 16, model=tiny_checkpoint)
+    assert result.exit_code != 0 and isinstance(result.exception, RuntimeError)
+    leaves_nothing()
+    monkeypatch.undo()
+
+    # An existing output is kept unless --overwrite.
+    output.parent.mkdir(exist_ok=True)
+    output.write_text("keep me\n")
+    result = mine_cli(cli, folder, output, "--max-length", 16, model=tiny_checkpoint)
+    assert_one_line_error(result, str(output), "already exists", "--overwrite")
+    assert output.read_text() == "keep me\n"
+    result = mine_cli(cli, folder, output, "--max-length", 16, "--num-negatives", 1,
+                      "--overwrite", model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert len(read_jsonl(output)) == 2
+    assert [p.name for p in output.parent.iterdir()] == ["rows.jsonl"]
+
+
+# --- train --dev-retrieval ----------------------------------------------------------
+
+
+def test_train_logs_retrieval_metrics(cli, tiny_checkpoint, small_train, tmp_path):
+    rows = demo_rows("dev")[:24]
+    folder = write_beir(
+        tmp_path / "ir", "dev",
+        {f"q{i}": first for i, (first, _, _) in enumerate(rows)},
+        {f"d{i}": second for i, (_, second, _) in enumerate(rows)},
+        {f"q{i}": {f"d{i}": 1} for i in range(len(rows))},
+    )
+    output = tmp_path / "run"
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--dev-retrieval", folder, "--epochs", 2, "--batch-size", 8,
+                 "--max-length", 16, "--lr", 1e-3, "--output", output)
+    assert result.exit_code == 0, result.output
+
+    with open(output / "metrics.csv", encoding="utf-8") as f:
+        metrics = list(csv.DictReader(f))
+    assert len(metrics) == 2
+    for key in ("ir_dev_ndcg@10", "ir_dev_mrr@10", "ir_dev_recall@10", "ir_dev_map@100"):
+        assert all(0 <= float(row[key]) <= 100 for row in metrics), key
+    results = json.loads((output / "results.json").read_text())
+    final = results["dev_retrieval"]
+    assert final["queries"] == 24 and final["documents"] == 24
+    # The final numbers are the last epoch's (same weights) and what `evaluate` says.
+    assert float(metrics[-1]["ir_dev_ndcg@10"]) == pytest.approx(final["ndcg@10"], abs=1e-4)
+    evaluated = tmp_path / "evaluated.json"
+    result_eval = cli("evaluate", output, folder, "--task", "retrieval", "--json", evaluated)
+    assert result_eval.exit_code == 0, result_eval.output
+    assert json.loads(evaluated.read_text())["ndcg@10"] == pytest.approx(final["ndcg@10"])
+    assert "ndcg@10" in result.stdout  # the final table
+
+    config = json.loads((output / "config.json").read_text())
+    assert config["config"]["dev_retrieval"] == str(folder)
+    assert config["config"]["dev_retrieval_split"] == "dev"
+    assert "dev_retrieval" in config["config"]["data_sha256"]
+    assert f"--dev-retrieval {folder}" in config["command"]
