@@ -446,7 +446,7 @@ def _check_dataset(dataset, batch_size, label_mode, drop_remainder):
         if fractional.size:
             raise ValueError(
                 f"label_mode='class' needs integer class ids, but `dataset` "
-                f"({dataset.source!r}) has label {labels[fractional[0]]!r} in row "
+                f"({dataset.source!r}) has label {labels[fractional[0]].item()!r} in row "
                 f"{fractional[0]}."
             )
     if label_mode == "group" and dataset.num_columns < 2:
