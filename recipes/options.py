@@ -105,6 +105,16 @@ def parse_text_columns(value):
     return tuple(value.split(","))
 
 
+def check_truncate_dim_option(truncate_dim, encoder, model):
+    """`--truncate-dim` must not exceed the model's embedding size (click checked it is >= 1)."""
+    if truncate_dim is not None and truncate_dim > encoder.embedding_dim:
+        raise click.BadParameter(
+            f"{truncate_dim} is larger than the embedding dimension "
+            f"{encoder.embedding_dim} of {model}",
+            param_hint="--truncate-dim",
+        )
+
+
 def batch_size_option(default=32):
     return click.option(
         "--batch-size",

@@ -24,6 +24,7 @@ from keras_cosent.training import build
 from keras_cosent.training import get_objective
 from recipes import data_loading
 from recipes import reporting
+from recipes.errors import CliError
 from recipes.evaluation import evaluate_retrieval
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import ENCODER_FILE
@@ -68,6 +69,20 @@ def read_datasets(config):
     return train, train_format, evaluation["dev"], evaluation["test"]
 
 
+def parse_matryoshka_dims(value, encoder, backbone):
+    """'384,256' -> (384, 256), each checked against the encoder's embedding dimension."""
+    if value is None:
+        return None
+    dims = tuple(int(word) for word in value.split(","))
+    too_large = [d for d in dims if d > encoder.embedding_dim]
+    if too_large:
+        raise CliError(
+            f"--matryoshka-dims {value}: {too_large[0]} is larger than the embedding "
+            f"dimension {encoder.embedding_dim} of {backbone}"
+        )
+    return dims
+
+
 def train_encoder(config, directory, env, backup_dir):
     """Trains as `config` says and writes the run's files into `directory`.
 
@@ -92,6 +107,8 @@ def train_encoder(config, directory, env, backup_dir):
         keras.mixed_precision.set_global_policy("mixed_float16")
     try:
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
+        matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
+                                                config["backbone"])
         setup = build(
             encoder,
             train,
@@ -106,6 +123,8 @@ def train_encoder(config, directory, env, backup_dir):
             data_format=train_format,
             scale=config["scale"],
             temperature=config["temperature"],
+            margin=config.get("margin"),
+            matryoshka_dims=matryoshka_dims,
         )
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)

@@ -20,7 +20,7 @@ from keras_cosent.data.padding import pad_batch
 from keras_cosent.data.padding import padded_length
 from keras_cosent.data.pair_dataset import PairDataset
 
-_LABEL_MODES = ("score", "group")
+_LABEL_MODES = ("score", "group", "class")
 # Texts per `tokenize` call: bounds peak memory of the tokeniser on big corpora.
 _TOKENIZE_CHUNK = 4096
 
@@ -31,7 +31,8 @@ class PairBatches(keras.utils.PyDataset):
     Each item is `(x, y)`: `x` a dict of `token_ids` (int32), `padding_mask`
     (bool) and `segment_ids` (int32), each of shape `(batch, columns, length)`
     where `length` is the batch's longest sequence rounded up to
-    `pad_to_multiple_of`; `y` the float32 labels (`label_mode="score"`) or int32
+    `pad_to_multiple_of`; `y` the float32 labels (`label_mode="score"`), the
+    int32 class ids of the labels (`label_mode="class"`, for SupCon), or int32
     group ids (`label_mode="group"`): rows whose column-1 (positive) text is
     identical share an id, so InfoNCE can mask them as false negatives.
 
@@ -67,8 +68,9 @@ class PairBatches(keras.utils.PyDataset):
         shuffle: reshuffle the rows every epoch.
         seed: seed of the shuffles; `None` draws one from NumPy's global
             generator (so `keras.utils.set_random_seed` makes runs repeatable).
-        label_mode: `"score"` (float32 labels of the dataset) or `"group"`
-            (int32 group ids, for InfoNCE; needs `batch_size >= 2`).
+        label_mode: `"score"` (float32 labels of the dataset), `"class"`
+            (the labels as int32 class ids) or `"group"` (int32 group ids,
+            for InfoNCE; needs `batch_size >= 2`).
         unique_texts: keep every text at most once per batch.
         length_buckets: chunk size, in batches, for length bucketing; 0 or 1
             disables it.
@@ -165,6 +167,8 @@ class PairBatches(keras.utils.PyDataset):
         """Per-row targets: the scores, or each anchor's group id for InfoNCE."""
         if self.label_mode == "score":
             return np.asarray(self.dataset.labels, dtype="float32")
+        if self.label_mode == "class":
+            return np.asarray(self.dataset.labels).astype("int32")
         groups = np.unique(self._text_ids[:, 1], return_inverse=True)[1]
         return groups.reshape(-1).astype("int32")
 
@@ -448,11 +452,20 @@ def _check_dataset(dataset, batch_size, label_mode, drop_remainder):
             f"`dataset` ({dataset.source!r}) has {len(dataset)} rows, fewer than "
             f"`batch_size`={batch_size}, so drop_remainder=True leaves no batch."
         )
-    if label_mode == "score" and dataset.labels is None:
+    if label_mode in ("score", "class") and dataset.labels is None:
         raise ValueError(
-            f"label_mode='score' needs labels, but `dataset` ({dataset.source!r}) "
+            f"label_mode={label_mode!r} needs labels, but `dataset` ({dataset.source!r}) "
             "has none; use label_mode='group' for unlabelled (InfoNCE) data."
         )
+    if label_mode == "class":
+        labels = np.asarray(dataset.labels)
+        fractional = np.flatnonzero(labels != np.round(labels))
+        if fractional.size:
+            raise ValueError(
+                f"label_mode='class' needs integer class ids, but `dataset` "
+                f"({dataset.source!r}) has label {labels[fractional[0]].item()!r} in row "
+                f"{fractional[0]}."
+            )
     if label_mode == "group" and dataset.num_columns < 2:
         raise ValueError(
             f"label_mode='group' needs at least 2 columns (anchor, positive); "

@@ -25,6 +25,8 @@ class PairDataset:
         skipped: how many malformed rows were skipped (`on_bad_rows="skip"`).
         dropped: how many well-formed rows were left out by design (NLI rows
             without a gold label).
+        classes: for int32 class ids read from class names, the names in id
+            order (`read_columns(..., classes=True)`); else `None`.
 
     Example:
 
@@ -42,6 +44,7 @@ class PairDataset:
     source: str = ""
     skipped: int = 0
     dropped: int = 0
+    classes: list = None
 
     def __post_init__(self):
         if len(self.columns) == 0:
@@ -83,4 +86,4 @@ class PairDataset:
         indices = np.asarray(indices, dtype="int64").reshape(-1)
         columns = [[column[i] for i in indices] for column in self.columns]
         labels = None if self.labels is None else self.labels[indices]
-        return PairDataset(columns, labels, self.source)
+        return PairDataset(columns, labels, self.source, classes=self.classes)

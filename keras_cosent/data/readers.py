@@ -239,26 +239,33 @@ def _header_records(path, delimiter):
             yield number, line.split("\t")
 
 
-def read_columns(path, text_columns, label_column=None, format=None, on_bad_rows="raise"):
-    """Reads named text columns (and an optional numeric label) from CSV, TSV or JSON lines.
+def read_columns(path, text_columns, label_column=None, format=None, on_bad_rows="raise",
+                 classes=False):
+    """Reads named text columns (and an optional label) from CSV, TSV or JSON lines.
 
     CSV files have a header row and standard CSV quoting; TSV files have a header
     row and no quoting (a field cannot hold a TAB or newline; quotes are text);
     JSON lines files hold one object per line, the columns being its keys.
+
+    Labels are numbers (scores), or with `classes=True` class names: any
+    non-empty string or integer (`"sports"`, `3`), numbered 0, 1, ... in the
+    sorted order of their spellings, e.g. for `keras_cosent.losses.SupConLoss`.
 
     Args:
         path: the file.
         text_columns: names of the text columns, in order, e.g.
             `["sentence1", "sentence2"]` or `["anchor", "positive", "negative"]`.
             For unsupervised SimCSE name the same column twice.
-        label_column: name of a numeric label column, or `None`.
+        label_column: name of a label column, or `None`.
         format: `"csv"`, `"tsv"` or `"jsonl"`; inferred from the extension
             (`.csv`, `.tsv`, `.jsonl`, `.json`) when `None`.
         on_bad_rows: `"raise"` (default) or `"skip"` malformed rows.
+        classes: read `label_column` as class names rather than numbers.
 
     Returns:
         A `PairDataset` with one column per `text_columns` entry and float32
-        labels (or `None` without `label_column`).
+        labels, int32 class ids with `classes=True` (the class names, in id
+        order, in its `classes`), or `None` without `label_column`.
 
     Example:
 
@@ -269,6 +276,10 @@ def read_columns(path, text_columns, label_column=None, format=None, on_bad_rows
     >>> ds = read_columns(path, ["a", "b"], label_column="score")
     >>> ds.pairs, ds.labels.tolist()
     ([('x, y', 'z')], [0.5])
+    >>> _ = path.write_text('text,topic\\nGoal!,sport\\nVote,politics\\nOffside,sport\\n')
+    >>> ds = read_columns(path, ["text"], label_column="topic", classes=True)
+    >>> ds.labels.tolist(), ds.classes
+    ([1, 0, 1], ['politics', 'sport'])
     """
     if isinstance(text_columns, str) or not text_columns:
         raise ValueError(
@@ -296,10 +307,11 @@ def read_columns(path, text_columns, label_column=None, format=None, on_bad_rows
         records = _json_records(path, bad, wanted)
     else:
         records = _table_records(path, bad, wanted, "," if format == "csv" else "\t")
+    parse_label = _parse_class if classes else _parse_label
     for number, values in records:
         reason = _check_texts(values[: len(text_columns)], [repr(c) for c in text_columns])
         if label_column is not None and not reason:
-            label, reason = _parse_label(values[-1], f"label {label_column!r}")
+            label, reason = parse_label(values[-1], f"label {label_column!r}")
         if reason:
             bad.report(number, reason)
             continue
@@ -307,11 +319,36 @@ def read_columns(path, text_columns, label_column=None, format=None, on_bad_rows
             column.append(text.strip())
         if label_column is not None:
             labels.append(label)
-    labels = np.asarray(labels, dtype="float32") if label_column is not None else None
+    names = None
+    if label_column is None:
+        labels = None
+    elif classes:
+        names = sorted(set(labels))
+        ids = {name: i for i, name in enumerate(names)}
+        labels = np.asarray([ids[label] for label in labels], dtype="int32")
+    else:
+        labels = np.asarray(labels, dtype="float32")
     empty = "no data rows (the file is empty or has only a header)"
     if format == "jsonl":
         empty = "the file is empty"
-    return bad.finish(columns, labels, empty=empty)
+    dataset = bad.finish(columns, labels, empty=empty)
+    dataset.classes = names
+    return dataset
+
+
+def _parse_class(value, name="label"):
+    """Returns `(class name, None)` or `(None, reason)` for a class label."""
+    # JSON gives ints (3) and strings ("3"): both name class "3". Floats and
+    # booleans are refused rather than guessed at (is 1.0 class "1"?).
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value), None
+    if not isinstance(value, str):
+        return None, (
+            f"{name} {value!r} is not a class name; expected a string or an integer"
+        )
+    if not value.strip():
+        return None, f"{name} is empty; expected a class name"
+    return value.strip(), None
 
 
 def _table_records(path, bad, wanted, delimiter):

@@ -3,7 +3,7 @@
 `keras_cosent.export.export_saved_model` runs this with KERAS_BACKEND=tensorflow
 when the caller's backend is JAX or PyTorch:
 
-    python -m keras_cosent.export._export_worker --encoder x.keras --output DIR [--max-length N] [--no-string-signatures]
+    python -m keras_cosent.export._export_worker --encoder x.keras --output DIR [--max-length N] [--no-string-signatures] [--truncate-dim D]
 
 It exits non-zero with the error on stderr; the caller re-raises it.
 """
@@ -22,6 +22,8 @@ def main(argv=None):
         action="store_true",
         help="export encode_tokens only (core TensorFlow ops, no TensorFlow Text)",
     )
+    parser.add_argument("--truncate-dim", type=int, default=None,
+                        help="serve the first D coordinates, re-normalised")
     args = parser.parse_args(argv)
 
     import keras
@@ -40,6 +42,7 @@ def main(argv=None):
         args.output,
         max_length=args.max_length,
         string_signatures=not args.no_string_signatures,
+        truncate_dim=args.truncate_dim,
     )
 
 

@@ -20,6 +20,7 @@ import keras
 
 from keras_cosent.models.encoder_loading import ENCODER_FILENAME
 from keras_cosent.models.encoder_loading import saved_encoder_file
+from keras_cosent.utils.truncation import check_truncate_dim
 
 
 def _resolve_encoder_file(path):
@@ -52,7 +53,8 @@ def _package_root():
     return os.path.dirname(os.path.dirname(os.path.abspath(keras_cosent.__file__)))
 
 
-def _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures=True):
+def _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures=True,
+                          truncate_dim=None):
     """Runs `_export_worker` under the TensorFlow backend; raises with its stderr."""
     env = dict(os.environ, KERAS_BACKEND="tensorflow")
     # The worker must import this same keras_cosent, even from a source checkout.
@@ -72,6 +74,8 @@ def _export_in_subprocess(encoder_file, export_dir, max_length, string_signature
         command += ["--max-length", str(max_length)]
     if not string_signatures:
         command.append("--no-string-signatures")
+    if truncate_dim is not None:
+        command += ["--truncate-dim", str(truncate_dim)]
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-25:])
@@ -82,7 +86,7 @@ def _export_in_subprocess(encoder_file, export_dir, max_length, string_signature
         )
 
 
-def _write_export(encoder_or_path, export_dir, max_length, string_signatures):
+def _write_export(encoder_or_path, export_dir, max_length, string_signatures, truncate_dim=None):
     is_path = isinstance(encoder_or_path, (str, os.PathLike))
     if keras.backend.backend() == "tensorflow":
         from keras_cosent.export.serving_graph import write_serving_saved_model
@@ -91,22 +95,29 @@ def _write_export(encoder_or_path, export_dir, max_length, string_signatures):
         if is_path:
             encoder = keras.saving.load_model(_resolve_encoder_file(encoder_or_path))
         write_serving_saved_model(
-            encoder, export_dir, max_length=max_length, string_signatures=string_signatures
+            encoder, export_dir, max_length=max_length, string_signatures=string_signatures,
+            truncate_dim=truncate_dim,
         )
         return
     if is_path:
         _export_in_subprocess(
-            _resolve_encoder_file(encoder_or_path), export_dir, max_length, string_signatures
+            _resolve_encoder_file(encoder_or_path), export_dir, max_length, string_signatures,
+            truncate_dim,
         )
         return
-    # Validate here so that a bad `max_length` fails before the slow subprocess.
+    # Validate here so that a bad `max_length` or `truncate_dim` fails before the
+    # slow subprocess.
     from keras_cosent.export.serving_graph import resolve_max_length
 
     resolve_max_length(encoder_or_path, max_length)
+    if truncate_dim is not None:
+        check_truncate_dim(truncate_dim, encoder_or_path.embedding_dim)
     with tempfile.TemporaryDirectory(prefix="keras-cosent-export-") as scratch:
         encoder_file = os.path.join(scratch, ENCODER_FILENAME)
         encoder_or_path.save(encoder_file)
-        _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures)
+        _export_in_subprocess(
+            encoder_file, export_dir, max_length, string_signatures, truncate_dim
+        )
 
 
 def export_saved_model(
@@ -116,6 +127,7 @@ def export_saved_model(
     max_length=None,
     overwrite=False,
     string_signatures=True,
+    truncate_dim=None,
 ):
     """Exports a sentence encoder as `<base_dir>/<version>/` for TF Serving.
 
@@ -125,7 +137,8 @@ def export_saved_model(
     `padding_mask`, `segment_ids`, all int32 `[None, None]`, padding_mask 1 for
     tokens and 0 for padding -> `embeddings`; core TensorFlow ops only) and
     `similarity` (`sentences1`, `sentences2` -> `cosine` float32 `[None]`).
-    Embeddings are L2-normalised. Works from any Keras backend: off TensorFlow,
+    Embeddings are L2-normalised (after truncation, with `truncate_dim`).
+    Works from any Keras backend: off TensorFlow,
     the export runs in a `KERAS_BACKEND=tensorflow` subprocess.
 
     Args:
@@ -146,6 +159,12 @@ def export_saved_model(
             TensorFlow Text ops in the server. `False` writes a core-ops-only
             model whose `serving_default` is `encode_tokens`, for servers built
             without (or with too old a) TensorFlow Text.
+        truncate_dim: `None`, or an int in `[1, embedding dim]`: every
+            signature serves the first `truncate_dim` coordinates,
+            re-normalised (`similarity` their cosine), as
+            `SentenceEncoder.encode(truncate_dim=...)` gives. For a path, a
+            value above the model's dimension fails in the export subprocess
+            (`RuntimeError` with its message).
 
     Returns:
         The path of the written version directory, as a string.
@@ -162,6 +181,12 @@ def export_saved_model(
     >>> keras_cosent.export.export_saved_model("runs/sts/encoder.keras", base)  # doctest: +SKIP
     '/tmp/.../2'
     """
+    if truncate_dim is not None and (
+        isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int) or truncate_dim <= 0
+    ):
+        raise ValueError(
+            f"`truncate_dim` should be a positive int. Received: `truncate_dim`={truncate_dim!r}"
+        )
     base_dir = os.path.abspath(os.fspath(base_dir))
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise NotADirectoryError(f"`base_dir` {base_dir} exists and is not a directory")
@@ -180,7 +205,9 @@ def export_saved_model(
     try:
         # tf.saved_model.save wants to create the directory's contents itself.
         export_dir = os.path.join(staging, "saved_model")
-        _write_export(encoder_or_path, export_dir, max_length, string_signatures)
+        _write_export(
+            encoder_or_path, export_dir, max_length, string_signatures, truncate_dim=truncate_dim
+        )
         if os.path.exists(final_dir):
             if not overwrite:  # another writer got there while we exported
                 raise FileExistsError(

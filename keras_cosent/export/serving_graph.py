@@ -6,7 +6,8 @@ the other backends). It wraps the encoder in a `keras.export.ExportArchive`
 with three signatures:
 
 - `serving_default`: `sentences` (tf.string `[None]`) -> `embeddings`
-  (float32 `[None, dim]`, L2-normalised). Tokenisation runs in the graph with
+  (float32 `[None, dim]`, L2-normalised; with `truncate_dim`, the first
+  `truncate_dim` coordinates re-normalised, in every signature). Tokenisation runs in the graph with
   the encoder's own keras-hub tokenizer (TensorFlow Text ops), truncated to
   `max_length` and padded only to the longest sentence of the request.
 - `encode_tokens`: `token_ids`, `padding_mask`, `segment_ids` (all int32
@@ -17,13 +18,15 @@ with three signatures:
 
 The encoder only needs the `keras_cosent.models.SentenceEncoder` surface: it is
 called on `{token_ids, padding_mask, segment_ids}` and has `.tokenizer`,
-`.max_length` and `.pad_id`.
+`.max_length` and `.pad_id` (and `.embedding_dim` for `truncate_dim`).
 """
 
 import keras
 
 from keras_cosent.models.sentence_preprocessing import check_max_length
 from keras_cosent.models.sentence_preprocessing import special_token_ids
+from keras_cosent.utils.truncation import check_truncate_dim
+from keras_cosent.utils.truncation import truncate_embeddings
 
 SIGNATURE_SENTENCES = "serving_default"
 SIGNATURE_TOKENS = "encode_tokens"
@@ -42,7 +45,9 @@ def resolve_max_length(encoder, max_length=None):
     return check_max_length(value, getattr(encoder, "backbone", None))
 
 
-def write_serving_saved_model(encoder, export_dir, max_length=None, string_signatures=True):
+def write_serving_saved_model(
+    encoder, export_dir, max_length=None, string_signatures=True, truncate_dim=None
+):
     """Writes the serving SavedModel of `encoder` into `export_dir` (TF backend only).
 
     Args:
@@ -54,6 +59,8 @@ def write_serving_saved_model(encoder, export_dir, max_length=None, string_signa
         string_signatures: include `serving_default` (sentences) and
             `similarity`, which need TensorFlow Text ops. With `False` the
             model has core ops only: `encode_tokens`, also as `serving_default`.
+        truncate_dim: `None`, or an int in `[1, encoder.embedding_dim]`: the
+            signatures serve the first `truncate_dim` coordinates, re-normalised.
 
     Returns:
         The `max_length` the signatures truncate to.
@@ -67,6 +74,8 @@ def write_serving_saved_model(encoder, export_dir, max_length=None, string_signa
     import tensorflow as tf
 
     max_length = resolve_max_length(encoder, max_length)
+    if truncate_dim is not None:
+        truncate_dim = check_truncate_dim(truncate_dim, encoder.embedding_dim)
     tokenizer = encoder.tokenizer
     if string_signatures:
         if tokenizer is None:
@@ -84,7 +93,10 @@ def write_serving_saved_model(encoder, export_dir, max_length=None, string_signa
             "padding_mask": padding_mask,
             "segment_ids": segment_ids,
         }
-        return tf.cast(encoder(inputs, training=False), tf.float32)
+        embeddings = tf.cast(encoder(inputs, training=False), tf.float32)
+        if truncate_dim is not None:
+            embeddings = truncate_embeddings(embeddings, truncate_dim)
+        return embeddings
 
     def tokenize(sentences):
         # Same layout as `SentenceEncoder.tokenize` + `pad_batch`:

@@ -28,6 +28,8 @@ from keras_cosent.models import inference_batches
 from keras_cosent.models import sentence_preprocessing
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
+from keras_cosent.utils.truncation import check_truncate_dim
+from keras_cosent.utils.truncation import truncate_embeddings
 
 
 @keras_cosent_export
@@ -236,7 +238,7 @@ class SentenceEncoder(keras.Model):
             raise ValueError("`texts` is empty: nothing to preprocess.")
         return pad_batch(token_lists, pad_id=self.pad_id, max_length=self.max_length)
 
-    def encode(self, texts, batch_size=32, progress=False, packing=None):
+    def encode(self, texts, batch_size=32, progress=False, packing=None, truncate_dim=None):
         """Embeds sentences with the model in inference mode.
 
         On a keras-hub `BertBackbone` (the default) sentences are packed end to
@@ -257,9 +259,29 @@ class SentenceEncoder(keras.Model):
             progress: bool, show a `keras.utils.Progbar`.
             packing: None packs where the backbone allows it, True requires
                 it (ValueError otherwise), False never packs.
+            truncate_dim: None, or an int in `[1, embedding_dim]`: keep the
+                first `truncate_dim` coordinates of each embedding,
+                re-normalised to unit length (Matryoshka embeddings; train
+                with `build(..., matryoshka_dims=...)` for them to keep
+                their quality).
 
         Returns:
-            float32 numpy array of shape `(len(texts), dim)`, unit-norm rows.
+            float32 numpy array of shape `(len(texts), dim)` (`dim` is
+            `truncate_dim` when given), unit-norm rows.
+
+        Example:
+
+        >>> import keras_hub
+        >>> import keras_cosent
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "sat"]
+        >>> encoder = keras_cosent.models.SentenceEncoder(
+        ...     keras_hub.models.BertBackbone(vocabulary_size=len(vocab), num_layers=1,
+        ...         num_heads=2, hidden_dim=8, intermediate_dim=16, max_sequence_length=16),
+        ...     keras_hub.models.BertTokenizer(vocabulary=vocab), max_length=16)
+        >>> encoder.encode(["a cat sat", "a cat"]).shape
+        (2, 8)
+        >>> encoder.encode(["a cat sat", "a cat"], truncate_dim=4).shape
+        (2, 4)
         """
         if isinstance(batch_size, np.integer):
             batch_size = int(batch_size)
@@ -271,13 +293,14 @@ class SentenceEncoder(keras.Model):
             raise ValueError(
                 f"`packing` should be None, True or False. Received: `packing`={packing!r}"
             )
+        truncate_dim = check_truncate_dim(truncate_dim, self.embedding_dim)
         if packing is True:
             sequence_packing.check_supports_packing(self.backbone)
         token_lists = self.tokenize(texts)
         n = len(token_lists)
         out = np.zeros((n, self.embedding_dim), dtype="float32")
         if n == 0:
-            return out
+            return out[:, : truncate_dim or self.embedding_dim]
         if packing is None:
             packing = sequence_packing.supports_packing(self.backbone)
         if packing:
@@ -291,6 +314,8 @@ class SentenceEncoder(keras.Model):
                 out[index] = embeddings[: len(index)]
                 if bar is not None:
                     bar.add(len(index))
+        if truncate_dim is not None:
+            out = keras.ops.convert_to_numpy(truncate_embeddings(out, truncate_dim))
         return out
 
     # The strategies live in `inference_batches`; these names stay for callers.

@@ -5,11 +5,15 @@ function, so they train the same way: the objective's loss and data layout
 (`keras_cosent.training.OBJECTIVES`), batches packed into shared rows where the
 backbone allows, AdamW with BERT's no-decay list (PyTorch's fused kernel on the
 torch backend), and a linear warm-up then linear decay over the whole run.
+With `matryoshka_dims`, the objective's loss is wrapped in `MatryoshkaLoss`.
 """
 
 import collections
 
+import numpy as np
+
 from keras_cosent.data.pair_batches import PairBatches
+from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
 from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.models.sequence_packing import supports_packing
 from keras_cosent.models.siamese_encoder import SiameseEncoder
@@ -53,6 +57,7 @@ def build(
     shuffle=True,
     packing=True,
     data_format=None,
+    matryoshka_dims=None,
     **loss_options,
 ):
     """Builds the model, batches and optimizer that train `encoder` on `dataset`.
@@ -64,8 +69,9 @@ def build(
             2.5) or already in the objective's layout.
         objective: a name from `keras_cosent.training.OBJECTIVES` (`"cosent"`,
             `"infonce"`, `"simcse"`, `"angle"`, `"cosine-mse"`,
-            `"sbert-softmax"`, or one registered with `register_objective`) or
-            an `Objective`.
+            `"sbert-softmax"`, `"ntxent"`, `"triplet"`, `"margin-ranking"`,
+            `"supcon"`, or one registered with `register_objective`) or an
+            `Objective`.
         batch_size: rows per step.
         epochs: epochs the schedule spans (`fit` must be given the same).
         learning_rate: peak learning rate of AdamW.
@@ -80,8 +86,16 @@ def build(
             backbone allows it (same results, fewer token positions).
         data_format: the reader format `dataset` came from (`"nli-jsonl"`...),
             which some objectives read labels by.
+        matryoshka_dims: `None`, or distinct positive ints, each at most the
+            encoder's embedding dimension, in any order (e.g.
+            `(384, 256, 128, 64)`): the loss becomes the sum of the objective's
+            loss on the first `d` coordinates of the embeddings, re-normalised,
+            for each `d` (`keras_cosent.losses.MatryoshkaLoss`), so that
+            truncated embeddings (`encode(..., truncate_dim=d)`) work too.
+            Not for objectives that train a head (`sbert-softmax`).
         **loss_options: the objective's loss options, e.g. `scale=20.0`
-            (CoSENT, AnglE) or `temperature=0.05` (InfoNCE, SimCSE).
+            (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
+            SupCon) or `margin=0.5` (triplet, margin ranking).
 
     Returns:
         A `TrainingSetup` with `model` (compiled), `batches`, `optimizer`,
@@ -118,11 +132,23 @@ def build(
         )
     if not 0 <= warmup < 1:
         raise ValueError(f"`warmup` should be a fraction in [0, 1). Received: `warmup`={warmup}")
+    if matryoshka_dims is not None:
+        matryoshka_dims = check_matryoshka_dims(matryoshka_dims, encoder.embedding_dim)
+        if objective.wrap_model is not None:
+            raise ValueError(
+                f"`matryoshka_dims` needs a loss on the embeddings, and objective "
+                f"{objective.name!r} trains a head on them. Received: "
+                f"`matryoshka_dims`={matryoshka_dims!r}"
+            )
     dataset = objective.prepare(dataset, data_format)
+    if objective.check_batching is not None:
+        objective.check_batching(objective, dataset, batch_size)
 
     # The model is built under the global dtype policy (mixed precision included);
     # the loss computes in float32 whatever the policy.
     loss = objective.make_loss(loss_options, dataset, data_format)
+    if matryoshka_dims is not None:
+        loss = MatryoshkaLoss(loss, dims=matryoshka_dims)
     model = SiameseEncoder(encoder)
     if objective.wrap_model is not None:
         model = objective.wrap_model(model, loss)
@@ -146,3 +172,40 @@ def build(
     model.compile(optimizer=optimizer, loss=loss)
     return TrainingSetup(model, batches, optimizer, loss, encoder, dataset, objective)
 
+
+
+def check_matryoshka_dims(dims, embedding_dim):
+    """`dims` as a tuple of ints, checked: distinct, positive, at most `embedding_dim`.
+
+    Example:
+
+    >>> from keras_cosent.training.builder import check_matryoshka_dims
+    >>> check_matryoshka_dims([384, 128, 64], 384)
+    (384, 128, 64)
+    """
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+        raise ValueError(
+            f"`matryoshka_dims` should be a sequence of positive ints. "
+            f"Received: `matryoshka_dims`={dims!r}"
+        )
+    dims = tuple(dims)
+    if not dims:
+        raise ValueError("`matryoshka_dims` is empty; give at least one dimension.")
+    for dim in dims:
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim <= 0:
+            raise ValueError(
+                f"`matryoshka_dims` should hold positive ints; {dim!r} is not one. "
+                f"Received: `matryoshka_dims`={dims!r}"
+            )
+        if dim > embedding_dim:
+            raise ValueError(
+                f"`matryoshka_dims` entry {dim} is larger than the embedding dimension "
+                f"{embedding_dim}. Received: `matryoshka_dims`={dims!r}"
+            )
+    repeated = sorted({int(d) for d in dims if dims.count(d) > 1})
+    if repeated:
+        raise ValueError(
+            f"`matryoshka_dims` repeats {repeated}; each dimension counts once. "
+            f"Received: `matryoshka_dims`={dims!r}"
+        )
+    return tuple(int(d) for d in dims)

@@ -10,6 +10,8 @@ the benchmarks all read it; a new loss is usable from all of them with one
 """
 
 import dataclasses
+import functools
+import warnings
 from typing import Callable
 from typing import Optional
 
@@ -18,11 +20,16 @@ import numpy as np
 from keras_cosent import losses
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.data.readers import NLI_ORDINAL_LABELS
 
 # Pair scores above this count as "similar" wherever an objective needs a yes/no
 # label (Sentence-BERT softmax on STS scores, positives for InfoNCE): the middle of 0-5.
 SIMILAR_ABOVE = 2.5
 COLUMN_FORMATS = ("csv", "tsv", "jsonl")
+LABEL_MODES = ("score", "group", "class")
+# Below this expected share of rows with a same-class partner in their batch,
+# `supcon` warns: SupCon learns nothing from a row without one.
+SUPCON_MIN_PAIRED = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,12 +50,17 @@ class Objective:
         reader_options: `data_format -> dict` of extra `read_dataset` options
             (e.g. NLI files as triplets).
         needs_labels: whether column files must name a label column.
-        label_mode: what `PairBatches` yields as `y`: `"score"` (the labels) or
-            `"group"` (an id per row, so that duplicates are not negatives).
+        label_mode: what `PairBatches` yields as `y`: `"score"` (the labels),
+            `"class"` (the labels as int32 class ids) or `"group"` (an id per
+            row, so that duplicates are not negatives).
         unique_texts: whether a batch may hold a text only once.
         min_batch_size: the smallest batch the loss can learn from.
         wrap_model: optional `(siamese, loss) -> keras.Model` for objectives that
-            train a head on top of the pair embeddings.
+            train a head on top of the pair embeddings (their loss takes the
+            head's output, so they cannot be wrapped in `MatryoshkaLoss`).
+        check_batching: optional `(objective, dataset, batch_size) -> None`
+            called by `build` with the shaped rows, to warn (or raise) when
+            batches of that size would teach the loss little.
 
     Example:
 
@@ -69,6 +81,7 @@ class Objective:
     unique_texts: bool = False
     min_batch_size: int = 1
     wrap_model: Optional[Callable] = None
+    check_batching: Optional[Callable] = None
 
     def make_loss(self, options, dataset, data_format=None):
         """The loss object for the run's `options` and its shaped training rows."""
@@ -122,9 +135,10 @@ def register_objective(objective):
         raise TypeError(
             f"`objective` should be a keras_cosent.training.Objective. Received: {objective!r:.100}"
         )
-    if objective.label_mode not in ("score", "group"):
+    if objective.label_mode not in LABEL_MODES:
         raise ValueError(
-            f"`label_mode` should be 'score' or 'group'. Received: `label_mode`={objective.label_mode!r}"
+            f"`label_mode` should be one of {LABEL_MODES}. "
+            f"Received: `label_mode`={objective.label_mode!r}"
         )
     OBJECTIVES[objective.name] = objective
     return objective
@@ -204,6 +218,93 @@ def sentence_views(objective, dataset, data_format):
     return PairDataset([sentences, list(sentences)], None, dataset.source)
 
 
+def anchor_positive_pairs(objective, dataset, data_format):
+    """(anchor, positive) rows: NLI entailment pairs, scored pairs above 2.5, or
+    the first two text columns of unlabelled rows (further columns are dropped)."""
+    if data_format == "nli-jsonl" and dataset.labels is not None:
+        entailed = np.flatnonzero(np.asarray(dataset.labels) == NLI_ORDINAL_LABELS["entailment"])
+        if len(entailed) == 0:
+            raise DataFormatError(
+                dataset.source, None,
+                f"no entailment pair, so objective {objective.name!r} has no positive pairs",
+            )
+        dataset = dataset.select(entailed)
+        dataset.labels = None
+        return dataset
+    dataset = positive_rows(objective, dataset, data_format)
+    if dataset.num_columns > 2:
+        dataset = PairDataset(dataset.columns[:2], None, dataset.source)
+    return dataset
+
+
+def negative_rows(objective, dataset, data_format, negatives=None):
+    """(anchor, positive, negative[, negatives...]) rows: NLI triplets or 3+ text columns.
+
+    `negatives` fixes how many negative columns the loss takes (`None`: 1 or
+    more). The losses ignore `y_true`, so the rows get zeros as labels.
+    """
+    count = dataset.num_columns
+    wanted = "3 text columns" if negatives == 1 else "at least 3 text columns"
+    if count < 3 or (negatives is not None and count != 2 + negatives):
+        layout = "(anchor, positive, negative)" if negatives == 1 else (
+            "(query, positive, negative[, negatives...])")
+        raise DataFormatError(
+            dataset.source, None,
+            f"objective {objective.name!r} needs {layout} rows, {wanted}; found {count}. "
+            "NLI files (nli-jsonl) give (premise, entailment, contradiction) triplets; "
+            "csv/tsv/jsonl files name theirs, e.g. --text-columns anchor,positive,negative",
+        )
+    return PairDataset(dataset.columns, np.zeros(len(dataset), "float32"), dataset.source)
+
+
+def labelled_texts(objective, dataset, data_format):
+    """Texts with integer class ids: csv/tsv/jsonl files with class label columns.
+
+    Each text column is one view of the row: name the text column twice
+    (`--text-columns text,text`) for two dropout views, which gives every
+    text at least one positive, its other view.
+    """
+    if data_format is not None and data_format not in COLUMN_FORMATS:
+        raise DataFormatError(
+            dataset.source, None,
+            f"objective {objective.name!r} needs class-labelled text: a csv, tsv or jsonl "
+            "file with a text column and a class label column (e.g. --text-columns text "
+            f"--label-column label); {data_format} files have no classes",
+        )
+    if dataset.labels is None:
+        raise DataFormatError(
+            dataset.source, None, f"objective {objective.name!r} needs a class label per row"
+        )
+    return dataset
+
+
+def warn_few_positives(objective, dataset, batch_size):
+    """Warns when few rows would share their batch with a row of their class.
+
+    With one text column, a row with no other row of its class in its batch
+    has no positive and adds nothing to SupCon (a batch with no positive at
+    all has loss 0). For random batches of `batch_size` rows out of `N`, a row
+    of a class with `n` rows has such a partner with probability
+    `1 - (1 - (n - 1) / (N - 1)) ** (batch_size - 1)`; below
+    `SUPCON_MIN_PAIRED` on average, this warns with the way out.
+    """
+    if dataset.num_columns > 1 or len(dataset) < 2:
+        return  # every row's other view is a positive
+    _, counts = np.unique(np.asarray(dataset.labels), return_counts=True)
+    total = len(dataset)
+    single = (1.0 - (counts - 1) / (total - 1)) ** (min(batch_size, total) - 1)
+    paired = float(np.sum(counts * (1.0 - single)) / total)
+    if paired < SUPCON_MIN_PAIRED:
+        warnings.warn(
+            f"objective {objective.name!r} on {dataset.source!r}: with {len(counts)} classes "
+            f"and batch_size={batch_size}, only about {paired:.0%} of the rows share a batch "
+            "with another row of their class; SupCon learns nothing from the others. Raise "
+            "the batch size, or name the text column twice (--text-columns text,text) so "
+            "that each text's second dropout view is its positive.",
+            stacklevel=3,
+        )
+
+
 def classification_labels(dataset, data_format):
     """Class ids and class count for the softmax classifier.
 
@@ -230,6 +331,10 @@ def score_range(dataset, data_format):
 
 def _triplets_from_nli(data_format):
     return {"mode": "triplets"} if data_format == "nli-jsonl" else {}
+
+
+def _class_labels(data_format):
+    return {"classes": True} if data_format in COLUMN_FORMATS else {}
 
 
 # === The table ===
@@ -282,6 +387,34 @@ for _objective in (
         loss=losses.SoftmaxLoss,
         loss_kwargs=lambda d, f: {"num_labels": classification_labels(d, f)[1]},
         shape=classified_pairs, wrap_model=_softmax_model,
+    ),
+    Objective(
+        name="ntxent",
+        summary="SimCLR's NT-Xent: (anchor, positive) pairs, every other text a negative; "
+        "NLI entailments or pairs scored above 2.5",
+        loss=losses.NTXentLoss, options=("temperature",), shape=anchor_positive_pairs,
+        needs_labels=False, label_mode="group", unique_texts=True, min_batch_size=2,
+    ),
+    Objective(
+        name="triplet",
+        summary="triplet loss with a margin: (anchor, positive, negative) rows; NLI triplets",
+        loss=losses.TripletLoss, options=("margin",),
+        shape=functools.partial(negative_rows, negatives=1),
+        reader_options=_triplets_from_nli, needs_labels=False,
+    ),
+    Objective(
+        name="margin-ranking",
+        summary="margin ranking of the positive above each negative: (query, positive, "
+        "negatives...) rows; NLI triplets",
+        loss=losses.MarginRankingLoss, options=("margin",), shape=negative_rows,
+        reader_options=_triplets_from_nli, needs_labels=False,
+    ),
+    Objective(
+        name="supcon",
+        summary="supervised contrastive (Khosla et al. 2020): texts with a class label column",
+        loss=losses.SupConLoss, options=("temperature",), shape=labelled_texts,
+        reader_options=_class_labels, label_mode="class", min_batch_size=2,
+        check_batching=warn_few_positives,
     ),
 ):
     register_objective(_objective)

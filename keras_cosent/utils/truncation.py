@@ -1,5 +1,12 @@
-"""Matryoshka truncation: keep the first `dim` coordinates, re-normalised."""
+"""Matryoshka truncation: keep the first `dim` coordinates, re-normalised.
 
+`truncate_embeddings` is the one truncation: `MatryoshkaLoss` trains through it,
+`SentenceEncoder.encode(truncate_dim=)` and the exported SavedModel
+(`export_saved_model(truncate_dim=)`) serve through it; `check_truncate_dim`
+is their shared check of a user's `truncate_dim`.
+"""
+
+import numpy as np
 from keras import ops
 
 from keras_cosent.utils.similarity import l2_normalize
@@ -25,3 +32,26 @@ def truncate_embeddings(x, dim):
             f"`dim`={dim} is larger than the embedding dimension {full}."
         )
     return l2_normalize(x[..., :dim])
+
+
+def check_truncate_dim(truncate_dim, embedding_dim):
+    """`truncate_dim` as an int, checked to be in `[1, embedding_dim]`; `None` stays `None`.
+
+    Example:
+
+    >>> from keras_cosent.utils.truncation import check_truncate_dim
+    >>> check_truncate_dim(64, 384)
+    64
+    """
+    if truncate_dim is None:
+        return None
+    if (
+        isinstance(truncate_dim, bool)
+        or not isinstance(truncate_dim, (int, np.integer))
+        or not 0 < truncate_dim <= embedding_dim
+    ):
+        raise ValueError(
+            f"`truncate_dim` should be a positive int at most the embedding dimension "
+            f"{embedding_dim}. Received: `truncate_dim`={truncate_dim!r}"
+        )
+    return int(truncate_dim)

@@ -6,6 +6,7 @@ from recipes.context import pass_environment
 from recipes.errors import CliError
 from recipes.options import backend_option
 from recipes.options import batch_size_option
+from recipes.options import check_truncate_dim_option
 from recipes.options import max_length_option
 from recipes.output_files import write_atomically
 
@@ -40,9 +41,13 @@ def read_sentences(stream, name):
               help="The .npy file to write: float32, one L2-normalised row per input line.")
 @batch_size_option()
 @max_length_option
+@click.option("--truncate-dim", type=click.IntRange(min=1), default=None,
+              show_default="the full embedding",
+              help="Keep the first D coordinates of each embedding, re-normalised "
+              "(for models trained with --matryoshka-dims).")
 @backend_option
 @pass_environment
-def encode(env, model, input, output, batch_size, max_length):
+def encode(env, model, input, output, batch_size, max_length, truncate_dim):
     """Embed the sentences of INPUT (one per line; - reads stdin) with MODEL."""
     with click.open_file(input, "r", encoding="utf-8", errors="strict") as stream:
         sentences = read_sentences(stream, "stdin" if input == "-" else input)
@@ -52,7 +57,10 @@ def encode(env, model, input, output, batch_size, max_length):
     from recipes.model_loading import load_encoder
 
     encoder = load_encoder(model, max_length=max_length)
-    embeddings = encoder.encode(sentences, batch_size=batch_size, progress=True)
+    check_truncate_dim_option(truncate_dim, encoder, model)
+    embeddings = encoder.encode(
+        sentences, batch_size=batch_size, progress=True, truncate_dim=truncate_dim
+    )
     embeddings = np.asarray(embeddings, dtype="float32")
     # Written beside the target and renamed, so a failure leaves no partial file.
     def save(path):

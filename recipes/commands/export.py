@@ -21,11 +21,16 @@ from recipes.errors import CliError
               help="Include the signatures that take raw sentences (tokenised in the graph, "
               "so the server needs TensorFlow Text); --no-string-signatures writes a "
               "core-ops-only model whose serving_default takes token ids.")
+@click.option("--truncate-dim", type=click.IntRange(min=1), default=None,
+              show_default="the full embedding",
+              help="Serve the first D coordinates of each embedding, re-normalised "
+              "(for models trained with --matryoshka-dims).")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace an existing BASE_DIR/VERSION.")
 @backend_option
 @pass_environment
-def export(env, model, base_dir, version, max_length, string_signatures, overwrite):
+def export(env, model, base_dir, version, max_length, string_signatures, truncate_dim,
+           overwrite):
     """Export MODEL to BASE_DIR/VERSION as a SavedModel for TF Serving.
 
     BASE_DIR is TF Serving's --model_base_path. The SavedModel takes raw
@@ -41,10 +46,19 @@ def export(env, model, base_dir, version, max_length, string_signatures, overwri
     env.activate_backend()
     from keras_cosent.export import export_saved_model
     from recipes.model_loading import encoder_or_saved_path
+    from recipes.model_loading import load_encoder
+    from recipes.options import check_truncate_dim_option
 
+    if truncate_dim is None:
+        encoder = encoder_or_saved_path(model)
+    else:
+        # Loaded here even when saved, so that a too large --truncate-dim is
+        # refused with the model's dimension before the export starts.
+        encoder = load_encoder(model)
+        check_truncate_dim_option(truncate_dim, encoder, model)
     path = export_saved_model(
-        encoder_or_saved_path(model), base_dir, version=version, max_length=max_length,
-        overwrite=overwrite, string_signatures=string_signatures,
+        encoder, base_dir, version=version, max_length=max_length,
+        overwrite=overwrite, string_signatures=string_signatures, truncate_dim=truncate_dim,
     )
     env.log(path)
     env.note(f"exported; check what TF Serving needs with: keras-cosent check-serving {path}")

@@ -33,6 +33,24 @@ NOT_CONFIG = ("overwrite", "resume")
 _RECIPE_LIST = "\n".join(f"  {name:<13} {recipe.summary}" for name, recipe in RECIPES.items())
 
 
+def _check_matryoshka_dims(ctx, param, value):
+    """'384, 256' -> '384,256': positive, distinct integers (the model's size is checked later)."""
+    if value is None:
+        return None
+    dims = []
+    for word in value.split(","):
+        word = word.strip()
+        if not word.isdigit() or int(word) <= 0:
+            raise click.BadParameter(
+                f"{word!r} in {value!r} is not a positive integer; expected sizes separated "
+                "by commas, e.g. 384,256,128,64"
+            )
+        if int(word) in dims:
+            raise click.BadParameter(f"{value!r} repeats {int(word)}; give each size once")
+        dims.append(int(word))
+    return ",".join(map(str, dims))
+
+
 @click.command(
     short_help="Fine-tune a sentence encoder.",
     epilog=f"""\b
@@ -57,7 +75,10 @@ evaluates on its 80 dev pairs."""
     show_default=True,
     help="Training objective, from keras_cosent.training.OBJECTIVES (listed below). "
     "cosent/angle/cosine-mse/sbert-softmax need scored pairs; infonce takes (anchor, "
-    "positive[, negatives]) rows (scored pairs: those above 2.5); simcse takes any sentences.",
+    "positive[, negatives]) rows (scored pairs: those above 2.5), ntxent (anchor, positive) "
+    "pairs (NLI: the entailments); triplet (anchor, positive, negative) and margin-ranking "
+    "(query, positive, negatives...) rows (NLI: premise, entailment, contradiction); supcon "
+    "csv/tsv/jsonl texts with a class --label-column; simcse takes any sentences.",
 )
 @click.option("--train", type=INPUT_FILE, default=None, show_default="the packaged demo set",
               help="Training file.")
@@ -103,7 +124,16 @@ evaluates on its 80 dev pairs."""
 @click.option("--scale", type=POSITIVE_FLOAT, default=20.0, show_default=True,
               help="Scale of CoSENT and AnglE (1 / temperature).")
 @click.option("--temperature", type=POSITIVE_FLOAT, default=0.05, show_default=True,
-              help="Temperature of InfoNCE and SimCSE.")
+              help="Temperature of InfoNCE, SimCSE, NT-Xent and SupCon.")
+@click.option("--margin", type=click.FloatRange(min=0), default=None,
+              show_default="the loss's: triplet 0.5, margin-ranking 0.2",
+              help="Margin of the triplet and margin-ranking losses.")
+@click.option("--matryoshka-dims", default=None, callback=_check_matryoshka_dims,
+              show_default="none (the loss on the full embeddings only)",
+              help="Comma-separated embedding sizes, e.g. 384,256,128,64: train the loss on "
+              "the first d coordinates (re-normalised) for each d, summed (Matryoshka), so "
+              "that encode/export --truncate-dim d keep quality. Each at most the model's "
+              "embedding dimension.")
 @click.option("--seed", type=int, default=42, show_default=True,
               help="Seed of weight initialisation, dropout and shuffling.")
 @click.option("--mixed-precision", is_flag=True, default=False, show_default=True,

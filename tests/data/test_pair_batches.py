@@ -271,6 +271,15 @@ def test_bad_inputs():
         PairBatches(make_dataset(10), tokenize, batch_size=4)[3]
 
 
+def test_class_mode_gives_int32_class_ids_and_refuses_fractions():
+    texts = PairDataset([["a", "b", "c", "d"]], np.array([2.0, 0.0, 2.0, 1.0]), "topics")
+    _, y = PairBatches(texts, tokenize, batch_size=4, label_mode="class", shuffle=False)[0]
+    assert y.dtype == np.int32 and y.tolist() == [2, 0, 2, 1]
+    fractional = PairDataset([["a", "b", "c"]], np.array([0.0, 1.5, 1.0]), "frac")
+    with pytest.raises(ValueError, match=r"'frac'\) has label 1.5 in row 1"):
+        PairBatches(fractional, tokenize, batch_size=2, label_mode="class")
+
+
 class MeanEmbeddingModel(keras.Model):
     """Embedding + masked mean over tokens on (batch, columns, length) inputs."""
 

@@ -142,6 +142,30 @@ def test_read_columns_tsv_and_jsonl(tmp_path):
     assert read_columns(jsonl, ["q"], format="jsonl").columns == [["x"]]
 
 
+def test_read_columns_class_names_become_sorted_ids(tmp_path):
+    tsv = _write(tmp_path, "x.tsv", "text\tlabel\nGoal!\tsport\nVote\t politics\nOffside\tsport\n")
+    ds = read_columns(tsv, ["text"], label_column="label", classes=True)
+    assert ds.classes == ["politics", "sport"] and ds.labels.tolist() == [1, 0, 1]
+    assert ds.labels.dtype == np.int32 and ds.select([2, 1]).classes == ds.classes
+    jsonl = _write(tmp_path, "x.jsonl", '{"t": "a", "c": 3}\n{"t": "b", "c": "3"}\n{"t": "c", "c": 10}\n')
+    ds = read_columns(jsonl, ["t"], label_column="c", classes=True)
+    assert ds.classes == ["10", "3"] and ds.labels.tolist() == [1, 1, 0]
+
+
+@pytest.mark.parametrize("name,text,match", [
+    ("x.csv", "text,label\na,sport\nb, \n", r"x\.csv:3: label 'label' is empty"),
+    ("x.jsonl", '{"t": "a", "c": "x"}\n{"t": "b", "c": 1.5}\n',
+     r"x\.jsonl:2: label 'c' 1\.5 is not a class name"),
+    ("y.jsonl", '{"t": "a", "c": true}\n', r"y\.jsonl:1: label 'c' True is not a class name"),
+])
+def test_read_columns_bad_class_labels_name_file_and_line(tmp_path, name, text, match):
+    path = _write(tmp_path, name, text)
+    columns = ["text"] if name.endswith("csv") else ["t"]
+    label = "label" if name.endswith("csv") else "c"
+    with pytest.raises(DataFormatError, match=match):
+        read_columns(path, columns, label_column=label, classes=True)
+
+
 @pytest.mark.parametrize("name,text", [
     ("x.csv", "a,b\n1,2\n"), ("x.tsv", "a\tb\n1\t2\n"), ("x.jsonl", '{"a": "1", "b": "2"}\n'),
 ])

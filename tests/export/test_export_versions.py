@@ -19,7 +19,7 @@ from keras_cosent.export import saved_model_export
 def stub_writer(monkeypatch):
     calls = []
 
-    def write(encoder_or_path, export_dir, max_length, string_signatures):
+    def write(encoder_or_path, export_dir, max_length, string_signatures, truncate_dim=None):
         calls.append((encoder_or_path, export_dir, max_length, string_signatures))
         # The writer runs while the final directory does not exist yet.
         assert os.path.basename(os.path.dirname(export_dir)).startswith(".tmp-export-")
@@ -61,7 +61,7 @@ def test_explicit_version_and_overwrite(tmp_path, stub_writer):
 
 
 def test_failed_export_leaves_nothing_behind(tmp_path, monkeypatch):
-    def broken(encoder_or_path, export_dir, max_length, string_signatures):
+    def broken(encoder_or_path, export_dir, max_length, string_signatures, truncate_dim=None):
         os.makedirs(export_dir)
         raise RuntimeError("tracing failed")
 
@@ -124,11 +124,12 @@ def test_worker_command_carries_every_option(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(command, 0, "", "")
 
     monkeypatch.setattr(saved_model_export.subprocess, "run", fake_run)
-    saved_model_export._export_in_subprocess("/m/encoder.keras", "/out", 6, False)
+    saved_model_export._export_in_subprocess("/m/encoder.keras", "/out", 6, False, 4)
     command = seen["command"]
     assert command[1:3] == ["-m", "keras_cosent.export._export_worker"]
     assert command[3:] == ["--encoder", "/m/encoder.keras", "--output", "/out",
-                           "--max-length", "6", "--no-string-signatures"]  # fmt: skip
+                           "--max-length", "6", "--no-string-signatures",
+                           "--truncate-dim", "4"]  # fmt: skip
     assert seen["env"]["KERAS_BACKEND"] == "tensorflow"
     # The worker imports the same keras_cosent as the caller, even from a checkout.
     root = os.path.dirname(os.path.dirname(os.path.abspath(saved_model_export.__file__)))

@@ -194,6 +194,24 @@ def test_xla_on_by_default_where_it_compiles():
     assert result.attempted > 0 and result.failed == 0
 
 
+@pytest.mark.parametrize("packing", [True, False])
+def test_encode_truncate_dim_is_numpy_truncation_and_renormalisation(tiny_encoder, packing):
+    full = tiny_encoder.encode(TEXTS, batch_size=3, packing=packing).astype("float64")
+    for dim in (16, 5, 1):
+        out = tiny_encoder.encode(TEXTS, batch_size=3, packing=packing, truncate_dim=dim)
+        expected = full[:, :dim] / np.linalg.norm(full[:, :dim], axis=1, keepdims=True)
+        assert out.dtype == np.float32 and out.shape == (len(TEXTS), dim)
+        np.testing.assert_allclose(out, expected, atol=1e-5)
+    assert tiny_encoder.encode([], truncate_dim=4).shape == (0, 4)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 17, 2.0, True])
+def test_encode_refuses_a_bad_truncate_dim_naming_it(tiny_encoder, bad):
+    with pytest.raises(ValueError, match=rf"at most the embedding dimension 16\. "
+                                         rf"Received: `truncate_dim`={bad!r}"):
+        tiny_encoder.encode(["a"], truncate_dim=bad)
+
+
 def test_encode_empty_list(tiny_encoder):
     out = tiny_encoder.encode([])
     assert out.shape == (0, 16) and out.dtype == np.float32

@@ -137,7 +137,8 @@ def test_missing_input_file_is_a_one_line_error(cli, tmp_path):
 
 def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     out = tmp_path / "run"
-    assert_one_line_error(cli("train", "--loss", "triplet", "--output", out), "--loss", "triplet")
+    assert_one_line_error(cli("train", "--loss", "quadruplet", "--output", out), "--loss",
+                          "quadruplet")
     assert_one_line_error(cli("train", "--lr", "0", "--output", out), "--lr")
     assert_one_line_error(cli("train", "--warmup", "1.5", "--output", out), "--warmup")
     assert_one_line_error(cli("train", "--text-columns", "a,,b", "--output", out),

@@ -1,0 +1,126 @@
+"""`train --loss` for issue 20's objectives, `--matryoshka-dims`, and `--truncate-dim`.
+
+Each objective trains one epoch of the tiny checkpoint on a small file in the
+format a user would give it; `--matryoshka-dims` is recorded in config.json and in
+the stored command; `encode`/`export --truncate-dim` check the size against the model.
+"""
+
+import json
+import shlex
+
+import numpy as np
+import pytest
+
+from tests.recipes.conftest import demo_rows
+from tests.recipes.test_cli import assert_one_line_error
+
+
+def _nli(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        for i, (first, second, _) in enumerate(rows):
+            other = rows[(i + 1) % len(rows)][1]
+            for hypothesis, label in ((second, "entailment"), (other, "contradiction")):
+                f.write(json.dumps({"sentence1": first, "sentence2": hypothesis,
+                                    "label": label}) + "\n")
+    return path, ["--format", "nli-jsonl"]
+
+
+def _ranked_csv(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("query\tpositive\tnegative\n")
+        for i, (first, second, _) in enumerate(rows):
+            f.write(f"{first}\t{second}\t{rows[(i + 3) % len(rows)][1]}\n")
+    return path, ["--format", "tsv", "--text-columns", "query,positive,negative"]
+
+
+def _labelled_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        for first, _, score in rows:
+            f.write(json.dumps({"text": first, "topic": "similar" if score > 2.5 else "apart"})
+                    + "\n")
+    return path, ["--format", "jsonl", "--text-columns", "text", "--label-column", "topic"]
+
+
+def _scored_tsv(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(f"{a}\t{b}\t{s}\n" for a, b, s in rows)
+    return path, []
+
+
+FILES = {"ntxent": _scored_tsv, "triplet": _nli, "margin-ranking": _ranked_csv,
+         "supcon": _labelled_jsonl}
+
+
+@pytest.mark.parametrize("loss", sorted(FILES))
+def test_each_new_loss_trains_from_the_cli(cli, tiny_checkpoint, tmp_path, loss):
+    train, options = FILES[loss](tmp_path / "train.data", demo_rows("train")[:16])
+    result = cli("train", "--loss", loss, "--backbone", tiny_checkpoint, "--train", train,
+                 *options, "--epochs", 1, "--batch-size", 8, "--max-length", 16,
+                 "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert np.isfinite(metrics[0]["loss"])
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["config"]["loss"] == loss
+
+
+def test_matryoshka_dims_are_trained_recorded_and_replayed(cli, tiny_checkpoint, small_train,
+                                                           tmp_path, monkeypatch):
+    import keras_cosent.training.builder as builder
+
+    losses = []
+    real_build = builder.build
+
+    def recording_build(*args, **kwargs):
+        setup = real_build(*args, **kwargs)
+        losses.append(setup.loss)
+        return setup
+
+    monkeypatch.setattr("recipes.training.build", recording_build)
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+                 "--batch-size", 8, "--max-length", 16, "--matryoshka-dims", "16, 8,4",
+                 "--margin", 0.3, "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert losses[0].dims == (16, 8, 4) and type(losses[0].loss).__name__ == "CoSENTLoss"
+    record = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert record["config"]["matryoshka_dims"] == "16,8,4"
+    words = shlex.split(record["command"])
+    assert words[words.index("--matryoshka-dims") + 1] == "16,8,4"
+    assert words[words.index("--margin") + 1] == "0.3"
+
+
+@pytest.mark.parametrize("dims, fragments", [
+    ("32,8", ["--matryoshka-dims 32,8", "32 is larger than the embedding dimension 16"]),
+    ("8,0", ["--matryoshka-dims", "'0' in '8,0' is not a positive integer"]),
+    ("8,x", ["--matryoshka-dims", "'x' in '8,x'"]),
+    ("8,4,8", ["--matryoshka-dims", "repeats 8"]),
+])
+def test_bad_matryoshka_dims_are_one_line_errors(cli, tiny_checkpoint, small_train, tmp_path,
+                                                 dims, fragments):
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--matryoshka-dims", dims, "--output", tmp_path / "run")
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "run").exists()
+
+
+def test_encode_truncate_dim(cli, trained_run, tmp_path):
+    source = tmp_path / "s.txt"
+    source.write_text("A man plays a guitar.\nA cat sits.\nShort.\n", encoding="utf-8")
+    assert cli("encode", trained_run["output"], source, "-o", tmp_path / "full.npy").exit_code == 0
+    result = cli("encode", trained_run["output"], source, "-o", tmp_path / "cut.npy",
+                 "--truncate-dim", 6)
+    assert result.exit_code == 0, result.output
+    full = np.load(tmp_path / "full.npy").astype("float64")[:, :6]
+    np.testing.assert_allclose(np.load(tmp_path / "cut.npy"),
+                               full / np.linalg.norm(full, axis=1, keepdims=True), atol=1e-5)
+
+
+@pytest.mark.parametrize("command", ["encode", "export"])
+@pytest.mark.parametrize("dim, fragment", [(17, "17 is larger than the embedding dimension 16"),
+                                           (0, "0 is not in the range")])
+def test_bad_truncate_dim_is_a_one_line_error(cli, trained_run, tmp_path, command, dim, fragment):
+    source = tmp_path / "s.txt"
+    source.write_text("A cat sits.\n", encoding="utf-8")
+    target = [source, "-o", tmp_path / "x.npy"] if command == "encode" else [tmp_path / "base"]
+    result = cli(command, trained_run["output"], *target, "--truncate-dim", dim)
+    assert_one_line_error(result, "--truncate-dim", fragment)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt"]
