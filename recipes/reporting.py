@@ -102,8 +102,11 @@ def read_epoch_log(path):
     for epoch in sorted(by_epoch):
         for key, value in by_epoch[epoch].items():
             history.setdefault(key, []).append(float(value) if value not in ("", "NA", None) else None)
-    # CSVLogger adds an empty val_ column for every key when fit has no validation data.
-    return {key: values for key, values in history.items() if any(v is not None for v in values)}
+    # CSVLogger adds an empty val_ column for every key when fit has no validation data,
+    # and sorts the columns: the loss (and its terms) come first again, as in `History`.
+    kept = [key for key, values in history.items() if any(v is not None for v in values)]
+    kept.sort(key=lambda key: (key != "loss", not key.startswith("loss_")))
+    return {key: history[key] for key in kept}
 
 
 def write_metrics(directory, rows):

@@ -143,6 +143,10 @@ class RunDirectory:
         for stale in self.path.absolute().parent.glob(f".{self.path.name}.partial-*"):
             shutil.rmtree(stale, ignore_errors=True)
 
+    def has_saved_epoch(self):
+        """Whether the backup holds the state of at least one finished epoch."""
+        return (self.backup_path / "latest.weights.h5").is_file()
+
     def remove_backup(self):
         shutil.rmtree(self.backup_path, ignore_errors=True)
 

@@ -190,9 +190,15 @@ def train(ctx, env, **options):
         env.note(f"resuming the interrupted run from its state in {backup}")
     elif resume:
         env.note("--resume: no interrupted run of --output to continue; training from the start")
-    with run_directory.staging() as staging:
-        results = train_encoder(config, staging, env, backup)
-        write_config(staging / CONFIG_FILE, config, command_line(ctx, config))
+    try:
+        with run_directory.staging() as staging:
+            results = train_encoder(config, staging, env, backup)
+            write_config(staging / CONFIG_FILE, config, command_line(ctx, config))
+    except BaseException:
+        # Kept only when there is something to resume: at least one saved epoch.
+        if not run_directory.has_saved_epoch():
+            run_directory.remove_backup()
+        raise
     run_directory.remove_backup()
     from recipes.reporting import results_table
 

@@ -11,12 +11,13 @@ import click
 import pytest
 
 from recipes.cli import main
+from recipes.commands.train import NOT_CONFIG
 from recipes.commands.train import command_line
 from recipes.commands.train import train
 
 BOOLEAN_OPTIONS = [
     p for p in train.params
-    if isinstance(p, click.Option) and p.is_flag and p.name not in ("overwrite",)
+    if isinstance(p, click.Option) and p.is_flag and p.name not in NOT_CONFIG
 ]
 
 
@@ -34,7 +35,8 @@ def _config_of(**changes):
     with train.make_context("train", ["--output", "run"]) as ctx:
         params = dict(ctx.params)
     params.update(changes)
-    params.pop("overwrite")
+    for name in NOT_CONFIG:
+        params.pop(name)
     return {"backend": "jax", "tuning": True, **params}
 
 
@@ -66,3 +68,11 @@ def test_every_valued_option_round_trips():
         parsed = _parsed_options(command_line(ctx, config))
     assert {k: parsed[k] for k in config if k in parsed} == {
         k: v for k, v in config.items() if k in parsed}
+
+
+def test_options_about_an_existing_run_are_not_replayed():
+    # --resume and --overwrite say what to do with what is in --output, not what the run is.
+    config = {**_config_of(), "resume": True, "overwrite": True}
+    with click.Context(train, info_name="train") as ctx:
+        command = command_line(ctx, config)
+    assert "--resume" not in command and "--overwrite" not in command
