@@ -46,6 +46,19 @@ class ObjectiveChoice(click.Choice):
     def choices(self, value):
         pass  # always read from the library
 
+    def convert(self, value, param, ctx):
+        # A joint objective, "infonce:1.0,cosent:0.5": checked by the library.
+        if isinstance(value, str) and (":" in value or "," in value):
+            self.choices  # the backend first
+            from keras_cosent.training import get_objective
+
+            try:
+                get_objective(value)
+            except ValueError as error:
+                self.fail(str(error), param, ctx)
+            return value
+        return super().convert(value, param, ctx)
+
 
 OBJECTIVE = ObjectiveChoice()
 POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)

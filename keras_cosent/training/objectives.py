@@ -145,9 +145,11 @@ def register_objective(objective):
 
 
 def get_objective(objective):
-    """An `Objective` from its name (or the objective itself)."""
+    """An `Objective` from its name, a joint spec (`"infonce:1.0,cosent:0.5"`), or itself."""
     if isinstance(objective, Objective):
         return objective
+    if isinstance(objective, str) and (JOINT_TERM in objective or JOINT_SEPARATOR in objective):
+        return joint_objective(objective)
     if objective not in OBJECTIVES:
         raise ValueError(
             f"Unknown objective {objective!r}. Expected one of {sorted(OBJECTIVES)}, or "
@@ -419,3 +421,124 @@ for _objective in (
 ):
     register_objective(_objective)
 del _objective
+
+
+# === Joint objectives: several losses on the same batch ===
+
+JOINT_SEPARATOR = ","
+JOINT_TERM = ":"
+# Objectives that train on (anchor, positive) rows: in a joint objective over
+# scored pairs they count the pairs scored above SIMILAR_ABOVE only.
+_POSITIVE_ROW_SHAPES = (positive_rows, anchor_positive_pairs)
+
+
+@dataclasses.dataclass(frozen=True)
+class JointObjective(Objective):
+    """Several objectives trained together on one batch: `L = sum_i w_i * L_i`.
+
+    Built by `joint_objective` from a spec such as `"infonce:1.0,cosent:0.5"`;
+    its loss is a `keras_cosent.losses.JointLoss` whose terms are logged as
+    `loss_<name>`.
+    """
+
+    terms: tuple = ()
+    weights: tuple = ()
+    positive_above: tuple = ()
+
+    def make_loss(self, options, dataset, data_format=None):
+        term_losses = []
+        for term, threshold in zip(self.terms, self.positive_above):
+            loss = term.make_loss(options, dataset, data_format)
+            if threshold is not None and getattr(loss, "mask_false_negatives", False):
+                # The labels are scores here, not group ids.
+                loss = type(loss).from_config({**loss.get_config(), "mask_false_negatives": False})
+            term_losses.append(loss)
+        return losses.JointLoss(
+            term_losses, weights=list(self.weights), names=[t.name for t in self.terms],
+            positive_above=list(self.positive_above),
+        )
+
+
+def joint_objective(spec):
+    """The `JointObjective` of a spec `"name:weight,name:weight"` (weight defaults to 1).
+
+    All terms train on one batch layout. Over scored pairs (when any term is a
+    pair-ranking objective such as `cosent`), an (anchor, positive) objective
+    such as `infonce` counts only the pairs scored above 2.5 as positives,
+    while every pair's second sentence stays a negative; otherwise all terms
+    must share their layout.
+
+    Example:
+
+    >>> from keras_cosent.training.objectives import joint_objective
+    >>> objective = joint_objective("infonce:1.0,cosent:0.5")
+    >>> [t.name for t in objective.terms], objective.weights, objective.positive_above
+    (['infonce', 'cosent'], (1.0, 0.5), (2.5, None))
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"A joint objective should be 'name:weight,...'. Received: {spec!r}")
+    terms, weights = [], []
+    for part in spec.split(JOINT_SEPARATOR):
+        name, _, weight = part.strip().partition(JOINT_TERM)
+        if name not in OBJECTIVES:
+            raise ValueError(
+                f"Unknown objective {name!r} in the joint objective {spec!r}. Expected "
+                f"names from {sorted(OBJECTIVES)}, as 'name:weight,name:weight'."
+            )
+        try:
+            value = float(weight) if weight else 1.0
+        except ValueError:
+            value = float("nan")
+        if not np.isfinite(value) or value <= 0:
+            raise ValueError(
+                f"The weight of {name!r} in the joint objective {spec!r} should be a positive "
+                f"number. Received: {weight!r}"
+            )
+        objective = OBJECTIVES[name]
+        if objective.wrap_model is not None:
+            raise ValueError(
+                f"{name!r} trains a head on the pair embeddings and cannot be part of a "
+                f"joint objective ({spec!r})"
+            )
+        terms.append(objective)
+        weights.append(value)
+    names = [t.name for t in terms]
+    if len(set(names)) != len(names):
+        raise ValueError(f"The joint objective {spec!r} names an objective twice")
+    scored = [t for t in terms if t.shape is scored_pairs]
+    if scored:
+        base = scored[0]
+        thresholds = []
+        for term in terms:
+            if term.shape is scored_pairs:
+                thresholds.append(None)
+            elif term.shape in _POSITIVE_ROW_SHAPES:
+                thresholds.append(SIMILAR_ABOVE)
+            else:
+                raise ValueError(
+                    f"{term.name!r} and {base.name!r} train on different data layouts and "
+                    f"cannot share a batch in the joint objective {spec!r}"
+                )
+    else:
+        base = terms[0]
+        for term in terms[1:]:
+            if (term.shape, term.label_mode) != (base.shape, base.label_mode):
+                raise ValueError(
+                    f"{term.name!r} and {base.name!r} train on different data layouts and "
+                    f"cannot share a batch in the joint objective {spec!r}"
+                )
+        thresholds = [None] * len(terms)
+    return JointObjective(
+        name=JOINT_SEPARATOR.join(f"{n}{JOINT_TERM}{w:g}" for n, w in zip(names, weights)),
+        summary="joint: " + " + ".join(f"{w:g} x {n}" for n, w in zip(names, weights)),
+        loss=losses.JointLoss,
+        shape=base.shape,
+        reader_options=base.reader_options,
+        needs_labels=base.needs_labels,
+        label_mode=base.label_mode,
+        unique_texts=any(t.unique_texts for t in terms),
+        min_batch_size=max(t.min_batch_size for t in terms),
+        terms=tuple(terms),
+        weights=tuple(weights),
+        positive_above=tuple(thresholds),
+    )

@@ -78,7 +78,9 @@ evaluates on its 80 dev pairs."""
     "positive[, negatives]) rows (scored pairs: those above 2.5), ntxent (anchor, positive) "
     "pairs (NLI: the entailments); triplet (anchor, positive, negative) and margin-ranking "
     "(query, positive, negatives...) rows (NLI: premise, entailment, contradiction); supcon "
-    "csv/tsv/jsonl texts with a class --label-column; simcse takes any sentences.",
+    "csv/tsv/jsonl texts with a class --label-column; simcse takes any sentences. Joint: "
+    "'infonce:1.0,cosent:0.5' trains the weighted sum on each batch (over scored pairs, "
+    "infonce/ntxent count the pairs above 2.5), logging each term as loss_<name>.",
 )
 @click.option("--train", type=INPUT_FILE, default=None, show_default="the packaged demo set",
               help="Training file.")

@@ -124,3 +124,26 @@ def test_bad_truncate_dim_is_a_one_line_error(cli, trained_run, tmp_path, comman
     result = cli(command, trained_run["output"], *target, "--truncate-dim", dim)
     assert_one_line_error(result, "--truncate-dim", fragment)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt"]
+
+
+def test_joint_loss_logs_each_term_and_replays(cli, tiny_checkpoint, small_train, tmp_path):
+    output = tmp_path / "joint"
+    result = cli(
+        "train", "--backbone", tiny_checkpoint, "--train", small_train, "--loss",
+        "infonce:1.0,cosent:0.5", "--epochs", 1, "--batch-size", 8, "--max-length", 16,
+        "--output", output,
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads((output / "metrics.json").read_text())
+    assert {"loss", "loss_infonce", "loss_cosent"} <= set(rows[0])
+    np.testing.assert_allclose(
+        rows[0]["loss"], rows[0]["loss_infonce"] + 0.5 * rows[0]["loss_cosent"], rtol=1e-5
+    )
+    command = json.loads((output / "config.json").read_text())["command"]
+    assert shlex.split(command)[shlex.split(command).index("--loss") + 1] == "infonce:1.0,cosent:0.5"
+
+
+def test_a_bad_joint_loss_is_one_line_naming_the_term(cli, small_train, tmp_path):
+    result = cli("train", "--train", small_train, "--loss", "infonce:1,cosent:zero",
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "'zero'")
