@@ -1,6 +1,7 @@
 """Sentence encoders on keras-hub backbones.
 
-`SentenceEncoder` embeds one column of sentences; `SiameseEncoder` runs it over
+`SentenceEncoder` embeds one column of sentences (its `SentencePreprocessor`
+turns raw text into the token arrays it takes); `SiameseEncoder` runs it over
 every column of a pair/triplet batch for training. `default_checkpoint()` is the
 packaged all-MiniLM-L6-v2 folder; `load_encoder(model)` reads
 a `.keras` file, a run directory, a checkpoint folder or a preset name. `HFBertTokenizer` (loaded on first use,
@@ -10,6 +11,7 @@ as it imports keras-hub) lowercases like Hugging Face's BERT tokenizer.
 from keras_cosent.models.checkpoints import default_checkpoint
 from keras_cosent.models.encoder_loading import load_encoder
 from keras_cosent.models.sentence_encoder import SentenceEncoder
+from keras_cosent.models.sentence_preprocessor import SentencePreprocessor
 from keras_cosent.models.siamese_encoder import SiameseEncoder
 from keras_cosent.models.softmax_classifier_model import SoftmaxClassifierModel
 

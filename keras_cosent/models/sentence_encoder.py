@@ -19,7 +19,6 @@ import numpy as np
 
 from keras_cosent import compat
 from keras_cosent.api_export import keras_cosent_export
-from keras_cosent.data.padding import pad_batch
 from keras_cosent.layers.l2_normalization import L2Normalization
 from keras_cosent.layers.pooling import POOLING_LAYERS
 from keras_cosent.layers.pooling import get_pooling
@@ -27,6 +26,7 @@ from keras_cosent.models import checkpoints
 from keras_cosent.models import inference_batches
 from keras_cosent.models import sentence_preprocessing
 from keras_cosent.models import sequence_packing
+from keras_cosent.models.sentence_preprocessor import SentencePreprocessor
 from keras_cosent.models.xla import resolve_jit_compile
 from keras_cosent.utils.truncation import check_truncate_dim
 from keras_cosent.utils.truncation import truncate_embeddings
@@ -179,12 +179,6 @@ class SentenceEncoder(keras.Model):
         jit_compile = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
         super().compile(*args, jit_compile=jit_compile, **kwargs)
 
-    @property
-    def pad_id(self):
-        """The token id written into padded positions."""
-        pad = getattr(self.tokenizer, "pad_token_id", None)
-        return 0 if pad is None else int(pad)
-
     def call(self, inputs, training=None, mask=None):
         if isinstance(inputs, dict):
             # Callers always send segment_ids; backbones without them drop it.
@@ -192,51 +186,47 @@ class SentenceEncoder(keras.Model):
             inputs = {k: v for k, v in inputs.items() if k in keys}
         return super().call(inputs, training=training, mask=mask)
 
-    # === Host-side text utilities ===
+    # === Host-side text utilities: the preprocessor's ===
 
-    def _require_tokenizer(self):
+    @property
+    def preprocessor(self):
+        """The `SentencePreprocessor` of this encoder's tokenizer and `max_length`."""
         if self.tokenizer is None:
             raise ValueError(
                 "This SentenceEncoder has no tokenizer; build it with one "
                 "(e.g. via `SentenceEncoder.from_checkpoint`) to embed text."
             )
+        cached = getattr(self, "_preprocessor", None)
+        if cached is None or cached.tokenizer is not self.tokenizer or (
+            cached.max_length != self.max_length
+        ):
+            cached = SentencePreprocessor(self.tokenizer, self.max_length)
+            object.__setattr__(self, "_preprocessor", cached)  # not tracked by Keras
+        return cached
+
+    @property
+    def pad_id(self):
+        """The token id written into padded positions."""
+        pad = getattr(self.tokenizer, "pad_token_id", None)
+        return 0 if pad is None else int(pad)
 
     def tokenize(self, texts):
-        """Tokenises sentences into `[CLS] ... [SEP]` id arrays.
-
-        Args:
-            texts: list (or tuple / 1-D array) of str.
+        """Tokenises sentences into `[CLS] ... [SEP]` id arrays (`SentencePreprocessor.tokenize`).
 
         Returns:
             A list of 1-D int32 numpy arrays, one per sentence, each at most
             `max_length` long (the end is cut, `[SEP]` kept).
         """
-        self._require_tokenizer()
-        texts = _check_texts(texts)
-        if not texts:
-            return []
-        start, end = _special_ids(self.tokenizer)
-        # One batched call: tf-text tokenises thousands of sentences at once.
-        token_lists = _to_lists(self.tokenizer(texts))
-        keep = self.max_length - 2
-        return [
-            np.asarray([start, *ids[:keep], end], dtype="int32") for ids in token_lists
-        ]
+        return self.preprocessor.tokenize(texts)
 
     def preprocess(self, texts):
-        """Tokenises and pads sentences into a model input dict of numpy arrays.
-
-        Pads to the batch's own longest sentence, rounded up to a multiple of 8
-        (`keras_cosent.data.padding.pad_batch`).
+        """Tokenises and pads sentences into a model input dict (`SentencePreprocessor`).
 
         Returns:
             dict of `(batch, length)` numpy arrays `token_ids`, `padding_mask`,
             `segment_ids`.
         """
-        token_lists = self.tokenize(texts)
-        if not token_lists:
-            raise ValueError("`texts` is empty: nothing to preprocess.")
-        return pad_batch(token_lists, pad_id=self.pad_id, max_length=self.max_length)
+        return self.preprocessor(texts)
 
     def encode(self, texts, batch_size=32, progress=False, packing=None, truncate_dim=None):
         """Embeds sentences with the model in inference mode.
@@ -477,39 +467,3 @@ def _sequence_output(outputs):
     if isinstance(outputs, dict):
         return outputs["sequence_output"]
     return outputs
-
-
-def _special_ids(tokenizer):
-    return sentence_preprocessing.special_token_ids(tokenizer)
-
-
-def _check_texts(texts):
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(
-            "`texts` should be a list of strings; received a single "
-            f"{type(texts).__name__}. Wrap it in a list: [text]."
-        )
-    try:
-        texts = list(texts)
-    except TypeError:
-        raise TypeError(
-            f"`texts` should be a list of strings. Received: {type(texts).__name__}"
-        ) from None
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(
-                f"`texts` should contain only strings; item {i} is "
-                f"{type(text).__name__}: {text!r:.80}"
-            )
-    return texts
-
-
-def _to_lists(token_ids):
-    # keras-hub returns python lists on jax/torch and a RaggedTensor on tensorflow.
-    if isinstance(token_ids, list):
-        return token_ids
-    if hasattr(token_ids, "row_splits"):
-        flat = np.asarray(token_ids.flat_values)
-        splits = np.asarray(token_ids.row_splits)
-        return np.split(flat, splits[1:-1])
-    return [list(ids) for ids in token_ids]
