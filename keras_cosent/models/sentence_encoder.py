@@ -206,9 +206,8 @@ class SentenceEncoder(keras.Model):
 
     @property
     def pad_id(self):
-        """The token id written into padded positions."""
-        pad = getattr(self.tokenizer, "pad_token_id", None)
-        return 0 if pad is None else int(pad)
+        """The token id written into padded positions (0 without a tokenizer)."""
+        return 0 if self.tokenizer is None else self.preprocessor.pad_id
 
     def tokenize(self, texts):
         """Tokenises sentences into `[CLS] ... [SEP]` id arrays (`SentencePreprocessor.tokenize`).
