@@ -64,6 +64,13 @@ pass_environment = click.make_pass_decorator(Environment, ensure=True)
 def _import_frameworks():
     import keras  # noqa: F401
     import keras_hub  # noqa: F401
+    import tensorflow as tf
+
+    # TensorFlow looks for CUDA when it first lists its devices and logs the
+    # failure on a machine without a GPU at ERROR level ("failed call to
+    # cuInit"), which TF_CPP_MIN_LOG_LEVEL=2 lets through: look now, while
+    # stderr is set aside, rather than at the first tokenisation.
+    tf.config.list_physical_devices("GPU")
 
 
 def _import_quietly(function):

@@ -157,3 +157,19 @@ def test_version(cli):
     result = cli("--version")
     assert result.exit_code == 0
     assert result.output.startswith("keras-cosent ")
+
+
+def test_a_command_that_runs_tensorflow_prints_no_start_up_logs(tiny_checkpoint, tmp_path):
+    # TensorFlow logs to file descriptor 2 while it loads and when it first looks
+    # for CUDA ("failed call to cuInit"); a subprocess sees what a user's terminal does.
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "recipes", "--backend", keras.backend.backend(), "encode",
+         str(tiny_checkpoint), "-", "-o", str(tmp_path / "out.npy"), "--max-length", "16"],
+        input="a cat sat\nthe dog\n", env=env, capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    noise = [line for line in out.stderr.splitlines()
+             if any(mark in line for mark in ("I0000", "E0000", "W0000", "absl", "cuda"))]
+    assert noise == [], out.stderr
