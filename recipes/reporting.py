@@ -7,6 +7,8 @@ import math
 METRICS_CSV = "metrics.csv"
 METRICS_JSON = "metrics.json"
 PLOT_FILE = "training.png"
+# The column `keras_cosent.callbacks.CollapseGuard` writes: 1 in the epochs it fired.
+GUARD_COLUMN = "collapse_guard"
 RESULTS_FILE = "results.json"
 
 
@@ -126,7 +128,10 @@ def write_metrics(directory, rows):
 def plot_training(path, rows, spearman_key=None, initial_spearman=None):
     """Saves a PNG of training loss (and dev Spearman, when present) per epoch.
 
-    `initial_spearman`, the score before training, is drawn at epoch 0.
+    `initial_spearman`, the score before training, is drawn at epoch 0. The
+    epochs at whose end the collapse guard fired (`collapse_guard` = 1 in the
+    rows) get a dashed red line on both panels: the point drawn there is the
+    collapsed score, and the next epoch starts from the restored weights.
     """
     import matplotlib
 
@@ -149,6 +154,13 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None):
         axes[1].set(title="dev Spearman x 100", xlabel="epoch (0: before training)",
                     ylabel="Spearman x 100")
         axes[1].set_xticks(dev_epochs)
+    fired = [row["epoch"] for row in rows if row.get(GUARD_COLUMN)]
+    for index, epoch in enumerate(fired):
+        for axis in axes:
+            axis.axvline(epoch, color="tab:red", linestyle="--", alpha=0.7,
+                         label="collapse guard fired" if index == 0 else None)
+    if fired:
+        axes[-1].legend(loc="best", fontsize="small")
     for axis in axes:
         axis.grid(alpha=0.3)
     figure.tight_layout()

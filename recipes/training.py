@@ -17,6 +17,7 @@ import warnings
 
 import keras
 
+from keras_cosent.callbacks import CollapseGuard
 from keras_cosent.callbacks import ResumableTraining
 from keras_cosent.callbacks import RetrievalEvaluator
 from keras_cosent.callbacks import SpearmanEvaluator
@@ -140,6 +141,19 @@ def train_encoder(config, directory, env, backup_dir):
     if dev_retrieval is not None:
         callbacks.append(RetrievalEvaluator.from_dataset(
             dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS
+        ))
+    if config.get("collapse_guard"):
+        # After the evaluators, so that they score the trained weights, not the
+        # ones it restores; before ResumableTraining, so that the weights it pairs
+        # with the score before training are those weights, not the ones a
+        # resumed run's backup puts in their place.
+        callbacks.append(CollapseGuard(
+            monitor=f"{DEV_NAME}_spearman",
+            min_delta=config["guard_min_delta"],
+            factor=config["guard_factor"],
+            patience=config["guard_patience"],
+            # evaluate_sts reports x 100; the callback's scores are -1..1.
+            baseline=results["dev_before_training"]["spearman"] / 100.0,
         ))
     callbacks += [
         keras.callbacks.CSVLogger(str(backup_dir / EPOCH_LOG), append=True),

@@ -19,6 +19,11 @@ and saves the seed generators' states beside Keras' backup (written before it,
 one file per epoch, so that the states always match the epoch Keras restores).
 A restored run then trains on the batches and draws the dropout masks of an
 uninterrupted run, and ends with its weights.
+
+With `keras_cosent.callbacks.CollapseGuard`, the learning-rate multiplier it
+lowers is an optimizer variable and is restored with the rest; the guard's own
+memory (best score and weights, firings) is not, and starts again at the resume
+(see `CollapseGuard`).
 """
 
 import os

@@ -21,7 +21,11 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
 
     Returns:
         A `keras.optimizers.AdamW` (a `TorchFusedAdamW` on the torch backend):
-        the same update rule and optimizer state either way.
+        the same update rule and optimizer state either way. When the schedule
+        has a `multiplier` variable (`WarmupLinearDecay`), it is tracked as one
+        of the optimizer's variables, right after the iteration counter: JAX's
+        compiled step reads only the variables it is passed, and the
+        optimizer's saved state (`ResumableTraining`) then holds it.
 
     Example:
 
@@ -34,6 +38,10 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
     if keras.backend.backend() == "torch":
         cls = TorchFusedAdamW
     optimizer = cls(learning_rate=learning_rate, weight_decay=weight_decay)
+    multiplier = getattr(learning_rate, "multiplier", None)
+    if isinstance(multiplier, keras.Variable):
+        # Public attribute assignment goes through the optimizer's tracker.
+        optimizer.learning_rate_multiplier = multiplier
     if exclude_from_weight_decay:
         optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
     return optimizer

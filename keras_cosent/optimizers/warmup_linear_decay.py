@@ -19,6 +19,17 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         total_steps: number of optimiser steps in the whole run; the rate is 0
             from there on.
         warmup_steps: number of steps of linear warm-up (0 for none).
+        multiplier: initial value of `multiplier`, a factor on every rate.
+            Defaults to 1.0.
+
+    Attributes:
+        multiplier: a float32 `keras.Variable` that multiplies the rate. A
+            Variable, not a Python float, so that changing it (`assign`) changes
+            the rate inside compiled training steps (JAX, TensorFlow) without
+            retracing; `keras_cosent.callbacks.CollapseGuard` lowers it.
+            `keras_cosent.optimizers.adamw` makes it one of the optimizer's
+            variables, which JAX's stateless training step needs and which
+            saves it with the optimizer's state (`ResumableTraining` backups).
 
     Call arguments:
         step: the optimiser's iteration counter (0-based).
@@ -26,7 +37,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     Returns:
         The float32 learning rate for that step:
         `peak * step / warmup_steps` during warm-up, then
-        `peak * (total_steps - step) / (total_steps - warmup_steps)`, floored at 0.
+        `peak * (total_steps - step) / (total_steps - warmup_steps)`, floored at 0,
+        times `multiplier`.
 
     Example:
 
@@ -34,12 +46,15 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     >>> schedule = WarmupLinearDecay(1.0, total_steps=10, warmup_steps=2)
     >>> [round(float(schedule(s)), 3) for s in (0, 1, 2, 6, 10)]
     [0.0, 0.5, 1.0, 0.5, 0.0]
+    >>> _ = schedule.multiplier.assign(0.5)
+    >>> round(float(schedule(6)), 3)
+    0.25
 
     Reference:
         Devlin et al., BERT (2019), https://arxiv.org/abs/1810.04805, appendix A.3.
     """
 
-    def __init__(self, peak_learning_rate, total_steps, warmup_steps=0):
+    def __init__(self, peak_learning_rate, total_steps, warmup_steps=0, multiplier=1.0):
         if not peak_learning_rate > 0:
             raise ValueError(
                 "`peak_learning_rate` should be a positive float. "
@@ -54,9 +69,16 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
                 "`warmup_steps` should be an integer in [0, total_steps="
                 f"{total_steps}]. Received: `warmup_steps`={warmup_steps}"
             )
+        if isinstance(multiplier, bool) or not float(multiplier) > 0:
+            raise ValueError(
+                f"`multiplier` should be a positive float. Received: `multiplier`={multiplier!r}"
+            )
         self.peak_learning_rate = float(peak_learning_rate)
         self.total_steps = int(total_steps)
         self.warmup_steps = int(warmup_steps)
+        self.multiplier = keras.Variable(
+            float(multiplier), dtype="float32", trainable=False, name="learning_rate_multiplier"
+        )
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
@@ -66,13 +88,14 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         decay_steps = max(self.total_steps - self.warmup_steps, 1)
         decay = peak * (self.total_steps - step) / decay_steps
         rate = ops.where(step < self.warmup_steps, warmup, decay)
-        return ops.maximum(rate, 0.0)
+        return ops.maximum(rate, 0.0) * ops.cast(self.multiplier, "float32")
 
     def get_config(self):
         return {
             "peak_learning_rate": self.peak_learning_rate,
             "total_steps": self.total_steps,
             "warmup_steps": self.warmup_steps,
+            "multiplier": float(ops.convert_to_numpy(self.multiplier)),
         }
 
 

@@ -29,6 +29,8 @@ from recipes.run_directory import RunDirectory
 
 # Options that say what to do with an existing run, not what the run is.
 NOT_CONFIG = ("overwrite", "resume")
+# --collapse-guard and its settings, with the values they default to when it is on.
+GUARD_DEFAULTS = {"guard_min_delta": 0.01, "guard_factor": 0.5, "guard_patience": 2}
 
 _RECIPE_LIST = "\n".join(f"  {name:<13} {recipe.summary}" for name, recipe in RECIPES.items())
 
@@ -136,6 +138,22 @@ evaluates on its 80 dev pairs."""
               "the first d coordinates (re-normalised) for each d, summed (Matryoshka), so "
               "that encode/export --truncate-dim d keep quality. Each at most the model's "
               "embedding dimension.")
+@click.option("--collapse-guard", is_flag=True, default=False, show_default=True,
+              help="When the dev Spearman falls more than --guard-min-delta below the best so "
+              "far (the score before training included), restore the best weights and multiply "
+              "the learning rate by --guard-factor, at most --guard-patience times; the epochs "
+              "it fires are 1 in metrics.csv's collapse_guard column and marked on "
+              "training.png. Needs --dev.")
+@click.option("--guard-min-delta", type=click.FloatRange(min=0), default=None,
+              show_default=str(GUARD_DEFAULTS["guard_min_delta"]),
+              help="The drop of dev Spearman (-1..1 scale) that counts as a collapse "
+              "(with --collapse-guard).")
+@click.option("--guard-factor", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+              default=None, show_default=str(GUARD_DEFAULTS["guard_factor"]),
+              help="Learning-rate multiplier each time the guard fires (with --collapse-guard).")
+@click.option("--guard-patience", type=click.IntRange(min=1), default=None,
+              show_default=str(GUARD_DEFAULTS["guard_patience"]),
+              help="How many times the guard may fire (with --collapse-guard).")
 @click.option("--seed", type=int, default=42, show_default=True,
               help="Seed of weight initialisation, dropout and shuffling.")
 @click.option("--mixed-precision", is_flag=True, default=False, show_default=True,
@@ -177,6 +195,7 @@ def train(ctx, env, **options):
             f"least {smallest} rows per batch (the other rows are the negatives)",
             param_hint="--batch-size",
         )
+    _check_guard_options(options)
     config = build_config(env.backend, options, tuning=env.tuning)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if run_directory.check(config) == "same":
@@ -211,6 +230,20 @@ def train(ctx, env, **options):
     env.note(f"run saved to {options['output']}")
 
 
+def _check_guard_options(options):
+    given = [name for name in GUARD_DEFAULTS if options.get(name) is not None]
+    if given and not options["collapse_guard"]:
+        raise click.BadParameter(
+            f"--{given[0].replace('_', '-')} {options[given[0]]} sets the collapse guard, "
+            "which is off; add --collapse-guard", param_hint="--collapse-guard",
+        )
+    if options["collapse_guard"] and options["dev"] is None and options["train"] is not None:
+        raise click.BadParameter(
+            "the guard watches the dev Spearman after every epoch; give --dev FILE",
+            param_hint="--collapse-guard",
+        )
+
+
 def _sha256(path):
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -230,6 +263,16 @@ def build_config(backend, options, tuning=True):
 
     config = {"backend": backend, "tuning": tuning}
     config.update(options)
+    # A run without the guard records no guard keys, so that it keeps the
+    # configuration (and the identity, `RunDirectory.check`) of runs made
+    # before the option existed; with it, every setting is resolved.
+    if config.get("collapse_guard"):
+        for name, default in GUARD_DEFAULTS.items():
+            if config.get(name) is None:
+                config[name] = default
+    else:
+        for name in ("collapse_guard", *GUARD_DEFAULTS):
+            config.pop(name, None)
     for key in ("train", "dev", "test", "output"):
         if config[key] is not None:
             config[key] = os.path.abspath(config[key])

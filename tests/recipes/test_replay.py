@@ -63,7 +63,8 @@ def test_every_valued_option_round_trips():
     config = _config_of(epochs=3, batch_size=8, lr=3e-5, warmup=0.2, max_length=40,
                         pooling="cls", loss="angle", seed=7, format="sts-benchmark",
                         eval_format="pair-tsv", text_columns="a,b", label_column="y",
-                        margin=0.3, matryoshka_dims="64,32,16")
+                        margin=0.3, matryoshka_dims="64,32,16", collapse_guard=True,
+                        guard_min_delta=0.02, guard_factor=0.3, guard_patience=3)
     with click.Context(train, info_name="train") as ctx:
         parsed = _parsed_options(command_line(ctx, config))
     assert {k: parsed[k] for k in config if k in parsed} == {
