@@ -31,7 +31,10 @@ from recipes.run_directory import RunDirectory
 # Options that say what to do with an existing run, not what the run is.
 NOT_CONFIG = ("overwrite", "resume")
 
-_RECIPE_LIST = "\n".join(f"  {name:<13} {recipe.summary}" for name, recipe in RECIPES.items())
+_RECIPE_WIDTH = max(len(name) for name in RECIPES)
+_RECIPE_LIST = "\n".join(
+    f"  {name:<{_RECIPE_WIDTH}} {recipe.summary}" for name, recipe in RECIPES.items()
+)
 
 
 def _check_matryoshka_dims(ctx, param, value):
