@@ -12,7 +12,11 @@ import click
 from recipes.context import BACKENDS
 from recipes.context import Environment
 
-FORMATS = ("sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "text-lines")
+FORMATS = ("sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "text-lines",
+           "triplets-jsonl")
+# What `train --keep-best` selects on: the dev metrics logged after every epoch.
+KEEP_BEST_METRICS = ("dev_spearman", "ir_dev_ndcg@10", "ir_dev_mrr@10", "ir_dev_recall@10",
+                     "ir_dev_map@100")
 POOLINGS = ("mean", "cls", "max", "mean_sqrt_len", "weighted_mean", "first_last_avg")
 
 INPUT_FILE = click.Path(exists=True, dir_okay=False)

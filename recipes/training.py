@@ -39,6 +39,13 @@ EPOCH_LOG = "epochs.csv"
 # `--dev-retrieval`: the callback's log prefix, the cutoffs it logs (and MAP@100).
 IR_DEV_NAME = "ir_dev"
 IR_DEV_CUTOFFS = (10,)
+# `--train-retrieval`: the mined rows, kept in the backup (a resumed run trains on
+# the rows its first start mined) and copied into the run directory.
+MINED_FILE = "mined.jsonl"
+MINED_FORMAT = "triplets-jsonl"
+MINE_RANGE_MAX = 50
+# `--keep-best`: the best epoch's weights, in the backup so that a resumed run keeps them.
+BEST_WEIGHTS = "best.weights.h5"
 
 
 def read_datasets(config):
@@ -46,20 +53,27 @@ def read_datasets(config):
 
     Returns:
         `(train, train_format, dev, test)`: `PairDataset`s (dev and test may be
-        None; `train` as the file has it, which `build` shapes for the objective)
-        and the format `train` was read in.
+        None; `train` as the file has it, which `build` shapes for the objective,
+        or None for `--train-retrieval`, whose rows are mined later) and the
+        format `train` was read in.
     """
     columns = parse_text_columns(config["text_columns"])
     label_column = config["label_column"]
-    if config["train"] is None:
-        train_file, train_format = data_loading.DEMO_TRAIN, data_loading.DEMO_FORMAT
+    demo = config["train"] is None and config.get("train_retrieval") is None
+    if config.get("train_retrieval") is not None:
+        # Mined with the starting encoder once it is loaded (`mine_training_rows`).
+        train, train_format = None, MINED_FORMAT
     else:
-        train_file, train_format = config["train"], config["format"]
-    train = get_objective(config["loss"]).read(train_file, train_format, columns, label_column)
+        if demo:
+            train_file, train_format = data_loading.DEMO_TRAIN, data_loading.DEMO_FORMAT
+        else:
+            train_file, train_format = config["train"], config["format"]
+        train = get_objective(config["loss"]).read(train_file, train_format, columns,
+                                                   label_column)
     evaluation = {}
     for split in ("dev", "test"):
         path, data_format = config[split], config["eval_format"]
-        if split == "dev" and path is None and config["train"] is None:
+        if split == "dev" and path is None and demo:
             path, data_format = data_loading.DEMO_DEV, data_loading.DEMO_FORMAT
         dataset = None
         if path is not None:
@@ -82,6 +96,60 @@ def parse_matryoshka_dims(value, encoder, backbone):
             f"dimension {encoder.embedding_dim} of {backbone}"
         )
     return dims
+
+
+def mine_training_rows(config, encoder, env, backup_dir, directory):
+    """The (query, positive, negatives...) rows of `--train-retrieval`, mined with `encoder`.
+
+    Every (query, positive) of the folder's qrels gets `--mine-negatives` hard
+    negatives (`keras_cosent.retrieval.mine_hard_negatives`: known positives
+    removed, ranks [0, 50), `--mine-relative-margin`), written as
+    `keras-cosent mine` writes them to `MINED_FILE` in the backup and copied
+    into the run directory; rows that got fewer negatives are left out.
+
+    Returns:
+        A `PairDataset` of columns query, positive, negative_1, ...
+    """
+    import shutil
+
+    from keras_cosent.data import read_retrieval_triplets
+    from keras_cosent.data import write_retrieval_triplets
+    from keras_cosent.retrieval import mine_hard_negatives
+    from recipes.output_files import write_atomically
+
+    mined = backup_dir / MINED_FILE
+    count = config["mine_negatives"]
+    if not mined.is_file():
+        data = data_loading.read_retrieval_folder(
+            config["train_retrieval"], config["train_retrieval_split"], "--train-retrieval",
+            "--train-retrieval-split",
+        )
+        if count == 0:
+            rows = [[data.queries[q], data.corpus[d]]
+                    for q, judged in data.qrels.items() for d, s in judged.items() if s >= 1]
+        else:
+            env.note(f"mining {count} hard negative(s) per row for {len(data.queries)} queries "
+                     f"over {len(data.corpus)} documents with the starting encoder")
+            rows, _ = mine_hard_negatives(
+                data.queries, data.corpus, data.qrels, encoder=encoder, num_negatives=count,
+                range_max=MINE_RANGE_MAX, relative_margin=config["mine_relative_margin"],
+                batch_size=64,
+            )
+        write_atomically(mined, lambda path: write_retrieval_triplets(rows, path))
+    shutil.copyfile(mined, directory / MINED_FILE)
+    train = read_retrieval_triplets(mined, num_negatives=count)
+    if train.skipped:
+        env.note(f"{train.skipped} of {train.skipped + len(train)} mined rows got fewer than "
+                 f"{count} negatives and are left out (see {MINED_FILE})")
+    return train
+
+
+def best_so_far(epoch_log, metric):
+    """The best `metric` of the epochs logged before an interruption (None: none yet)."""
+    if not epoch_log.is_file():
+        return None
+    values = [v for v in reporting.read_epoch_log(epoch_log).get(metric, []) if v is not None]
+    return max(values) if values else None
 
 
 def train_encoder(config, directory, env, backup_dir):
@@ -108,6 +176,8 @@ def train_encoder(config, directory, env, backup_dir):
         keras.mixed_precision.set_global_policy("mixed_float16")
     try:
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
+        if train is None:
+            train = mine_training_rows(config, encoder, env, backup_dir, directory)
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
                                                 config["backbone"])
         setup = build(
@@ -155,6 +225,15 @@ def train_encoder(config, directory, env, backup_dir):
             # evaluate_sts reports x 100; the callback's scores are -1..1.
             baseline=results["dev_before_training"]["spearman"] / 100.0,
         ))
+    keep_best = config.get("keep_best")
+    if keep_best is not None:
+        # After the evaluators, which log the metric, and before the backup: a
+        # run killed in between repeats the epoch and saves the same weights.
+        callbacks.append(keras.callbacks.ModelCheckpoint(
+            str(backup_dir / BEST_WEIGHTS), monitor=keep_best, mode="max",
+            save_best_only=True, save_weights_only=True,
+            initial_value_threshold=best_so_far(backup_dir / EPOCH_LOG, keep_best),
+        ))
     callbacks += [
         keras.callbacks.CSVLogger(str(backup_dir / EPOCH_LOG), append=True),
         # Last, so that the state is saved after the epoch's logs are written: a
@@ -179,6 +258,15 @@ def train_encoder(config, directory, env, backup_dir):
         # batch order draws from Python's global generator, which it would not.
         model.fit(batches, epochs=config["epochs"], callbacks=callbacks, verbose=1, shuffle=False)
     train_seconds = time.time() - start
+    history = reporting.read_epoch_log(backup_dir / EPOCH_LOG)
+    kept_epoch = None
+    if keep_best is not None:
+        values = history[keep_best]
+        # The first epoch with the highest value: the checkpoint saves on a strict rise.
+        kept_epoch = 1 + max(range(len(values)), key=lambda i: (values[i], -i))
+        model.load_weights(backup_dir / BEST_WEIGHTS)
+        env.note(f"kept epoch {kept_epoch} of {len(values)}, the best by {keep_best} "
+                 f"({values[kept_epoch - 1]:.6f})")
 
     if dev is not None:
         results["dev"] = evaluate_sts(encoder, dev)
@@ -188,10 +276,14 @@ def train_encoder(config, directory, env, backup_dir):
         results["dev_retrieval"] = evaluate_retrieval(encoder, dev_retrieval)
 
     encoder.save(directory / ENCODER_FILE)
-    history = reporting.read_epoch_log(backup_dir / EPOCH_LOG)
     # Correlations and retrieval metrics (keys ending in @k) x 100, as in the tables.
     percent = ("_spearman", "_pearson") + tuple(f"@{k}" for k in IR_DEV_CUTOFFS + (100,))
     rows = reporting.history_rows(history, percent_suffixes=percent)
+    if kept_epoch is not None:
+        for row in rows:
+            row["kept"] = row["epoch"] == kept_epoch
+        results["kept_epoch"] = {"metric": keep_best, "epoch": kept_epoch,
+                                 "value": rows[kept_epoch - 1][keep_best]}
     reporting.write_metrics(directory, rows)
     if dev is None:
         reporting.plot_training(directory / reporting.PLOT_FILE, rows)

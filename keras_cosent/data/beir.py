@@ -204,7 +204,8 @@ def read_retrieval_triplets(path, num_negatives=None):
                 path,
                 line_number,
                 f"{len(negatives)} negatives where earlier rows have {len(rows[0]) - 2}; "
-                "pass num_negatives= to cut rows to one length",
+                "every row needs as many (re-mine with a wider --range-max), or pass "
+                "num_negatives= to cut rows to one length",
             )
         rows.append([record["query"], record["positive"]] + negatives)
     if not rows:

@@ -513,6 +513,19 @@ def read_text_lines(path, on_bad_rows="raise"):
     return bad.finish([texts, list(texts)], None)
 
 
+def _read_triplets_jsonl(path, on_bad_rows="raise"):
+    # The (query, positive, negatives) JSON lines of `keras-cosent mine`; their
+    # reader lives with the writer (keras_cosent.data.beir).
+    from keras_cosent.data.beir import read_retrieval_triplets
+
+    if on_bad_rows != "raise":
+        raise ValueError(
+            "`on_bad_rows` should be 'raise' for triplets-jsonl. "
+            f"Received: `on_bad_rows`={on_bad_rows!r}"
+        )
+    return read_retrieval_triplets(path)
+
+
 _READERS = {
     "sts-benchmark": read_sts_benchmark,
     "pair-tsv": read_pair_tsv,
@@ -521,6 +534,7 @@ _READERS = {
     "jsonl": read_columns,
     "nli-jsonl": read_nli_jsonl,
     "text-lines": read_text_lines,
+    "triplets-jsonl": _read_triplets_jsonl,
 }
 READ_FORMATS = tuple(_READERS)
 
@@ -531,7 +545,9 @@ def read_dataset(path, format, **options):
     Args:
         path: the file.
         format: one of `"sts-benchmark"`, `"pair-tsv"`, `"csv"`, `"tsv"`,
-            `"jsonl"`, `"nli-jsonl"`, `"text-lines"`.
+            `"jsonl"`, `"nli-jsonl"`, `"text-lines"`, `"triplets-jsonl"` (the
+            `{"query", "positive", "negatives"}` lines `keras-cosent mine`
+            writes: columns query, positive, negative_1, ...).
         **options: passed to the reader, e.g. `text_columns` and
             `label_column` for csv/tsv/jsonl, `mode` for nli-jsonl,
             `on_bad_rows` for all.

@@ -15,6 +15,7 @@ import click
 
 from recipes.context import pass_environment
 from recipes.options import FORMATS
+from recipes.options import KEEP_BEST_METRICS
 from recipes.options import INPUT_FILE
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
@@ -32,7 +33,10 @@ NOT_CONFIG = ("overwrite", "resume")
 # --collapse-guard and its settings, with the values they default to when it is on.
 GUARD_DEFAULTS = {"guard_min_delta": 0.01, "guard_factor": 0.5, "guard_patience": 2}
 
-_RECIPE_LIST = "\n".join(f"  {name:<13} {recipe.summary}" for name, recipe in RECIPES.items())
+_RECIPE_WIDTH = max(len(name) for name in RECIPES)
+_RECIPE_LIST = "\n".join(
+    f"  {name:<{_RECIPE_WIDTH}} {recipe.summary}" for name, recipe in RECIPES.items()
+)
 
 
 def _check_matryoshka_dims(ctx, param, value):
@@ -59,8 +63,8 @@ def _check_matryoshka_dims(ctx, param, value):
 Recipes (--recipe NAME fills the options you leave at their defaults):
 {_RECIPE_LIST}
 
-Without --train, trains on the packaged demo set (recipes/data, 320 pairs) and
-evaluates on its 80 dev pairs."""
+Without --train or --train-retrieval, trains on the packaged demo set
+(recipes/data, 320 pairs) and evaluates on its 80 dev pairs."""
 )
 @click.option(
     "--recipe",
@@ -98,8 +102,31 @@ evaluates on its 80 dev pairs."""
 @click.option("--dev-retrieval-split", default=None,
               show_default="the folder's only qrels file",
               help="The qrels/<split>.tsv of --dev-retrieval to score on.")
+@click.option("--train-retrieval", type=click.Path(exists=True, file_okay=False), default=None,
+              show_default="none",
+              help="BEIR folder to train on instead of --train: hard negatives are mined for "
+              "each (query, positive) with the starting encoder (--backbone) into the run "
+              "directory (mined.jsonl, as `keras-cosent mine` writes), and the (query, "
+              "positive, negatives...) rows train the --loss (infonce).")
+@click.option("--train-retrieval-split", default=None,
+              show_default="the folder's only qrels file",
+              help="The qrels/<split>.tsv of --train-retrieval to train on.")
+@click.option("--mine-negatives", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Hard negatives mined per row for --train-retrieval, from each query's 50 "
+              "nearest non-positive documents (0: in-batch negatives only). Rows that get "
+              "fewer are left out, and counted.")
+@click.option("--mine-relative-margin", type=click.FloatRange(min=0, max=1, max_open=True),
+              default=None, show_default="none",
+              help="When mining, drop candidates whose cosine exceeds the positive's times "
+              "(1 - this): the nearest neighbours are often unlabelled positives.")
+@click.option("--keep-best", type=click.Choice(KEEP_BEST_METRICS), default=None,
+              show_default="the last epoch",
+              help="Save the weights of the epoch with the highest value of this dev metric "
+              "(dev_spearman needs --dev, ir_dev_* --dev-retrieval) instead of the last "
+              "epoch's; metrics.json marks that epoch \"kept\".")
 @click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
-              help="Format of --train (pair-tsv: sentence1 TAB sentence2 TAB score).")
+              help="Format of --train (pair-tsv: sentence1 TAB sentence2 TAB score; "
+              "triplets-jsonl: the output of `keras-cosent mine`).")
 @click.option("--eval-format", type=click.Choice(FORMATS), default=None,
               show_default="same as --format", help="Format of --dev and --test.")
 @text_column_options
@@ -178,13 +205,15 @@ def train(ctx, env, **options):
 
     Leaves in --output: encoder.keras, config.json (with the command that repeats
     the run), metrics.csv and metrics.json (loss, dev Spearman/Pearson per epoch),
-    training.png, and results.json with the final dev/test evaluation.
+    training.png, and results.json with the final dev/test evaluation; with
+    --train-retrieval also mined.jsonl, the rows it trained on.
     """
     options = apply_recipe(ctx, options)
     overwrite = options.pop("overwrite")
     resume = options.pop("resume")
     # In the order --help lists them, not the order they were typed.
     options = {p.name: options[p.name] for p in ctx.command.params if p.name in options}
+    check_combinations(ctx, options)
     env.activate_backend()
     from keras_cosent.training import get_objective
 
@@ -244,6 +273,39 @@ def _check_guard_options(options):
         )
 
 
+def check_combinations(ctx, options):
+    """Refuses options that contradict each other or that a recipe cannot run without."""
+    if options["train_retrieval"] is not None and options["train"] is not None:
+        raise click.BadParameter(
+            "give --train or --train-retrieval, not both", param_hint="--train-retrieval"
+        )
+    if options["train_retrieval"] is None:
+        for name in ("train_retrieval_split", "mine_negatives", "mine_relative_margin"):
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+                flag = "--" + name.replace("_", "-")
+                raise click.BadParameter(
+                    "applies to --train-retrieval only (mining hard negatives for it)",
+                    param_hint=flag,
+                )
+    if options["recipe"] is not None:
+        missing = [name for name in RECIPES[options["recipe"]].requires if options[name] is None]
+        if missing:
+            flags = ", ".join("--" + name.replace("_", "-") for name in missing)
+            raise click.BadParameter(
+                f"--recipe {options['recipe']} needs {flags}", param_hint=flags
+            )
+    metric = options["keep_best"]
+    if metric is not None:
+        has_dev = options["dev"] is not None or (
+            options["train"] is None and options["train_retrieval"] is None)
+        if metric.startswith("ir_dev_") and options["dev_retrieval"] is None:
+            raise click.BadParameter(f"{metric} is measured on --dev-retrieval; give one",
+                                     param_hint="--keep-best")
+        if metric.startswith("dev_") and not has_dev:
+            raise click.BadParameter(f"{metric} is measured on --dev; give one",
+                                     param_hint="--keep-best")
+
+
 def _sha256(path):
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -281,7 +343,7 @@ def build_config(backend, options, tuning=True):
     backbone_dir = os.path.abspath(config["backbone"])
     if os.path.isdir(backbone_dir):
         config["backbone"] = backbone_dir
-    demo = config["train"] is None
+    demo = config["train"] is None and config["train_retrieval"] is None
     files = {
         "train": DEMO_TRAIN if demo else config["train"],
         "dev": DEMO_DEV if demo and config["dev"] is None else config["dev"],
@@ -290,17 +352,19 @@ def build_config(backend, options, tuning=True):
     config["data_sha256"] = {
         split: _sha256(path) for split, path in files.items() if path is not None
     }
-    if config.get("dev_retrieval") is not None:
-        from recipes.data_loading import retrieval_split
+    for key in ("train_retrieval", "dev_retrieval"):
+        if config.get(key) is not None:
+            from recipes.data_loading import retrieval_split
 
-        folder = config["dev_retrieval"] = os.path.abspath(config["dev_retrieval"])
-        split = config["dev_retrieval_split"] = retrieval_split(
-            folder, config["dev_retrieval_split"], "--dev-retrieval", "--dev-retrieval-split"
-        )
-        parts = ("corpus.jsonl", "queries.jsonl", os.path.join("qrels", f"{split}.tsv"))
-        config["data_sha256"]["dev_retrieval"] = hashlib.sha256(
-            "".join(_sha256(os.path.join(folder, part)) for part in parts).encode()
-        ).hexdigest()
+            option = "--" + key.replace("_", "-")
+            folder = config[key] = os.path.abspath(config[key])
+            split = config[f"{key}_split"] = retrieval_split(
+                folder, config[f"{key}_split"], option, f"{option}-split"
+            )
+            parts = ("corpus.jsonl", "queries.jsonl", os.path.join("qrels", f"{split}.tsv"))
+            config["data_sha256"][key] = hashlib.sha256(
+                "".join(_sha256(os.path.join(folder, part)) for part in parts).encode()
+            ).hexdigest()
     return config
 
 

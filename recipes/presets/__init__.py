@@ -8,10 +8,12 @@ document where each set-up comes from.
 import click
 
 from recipes.presets import nli_supervised
+from recipes.presets import retrieval_infonce
 from recipes.presets import simcse_unsup
 from recipes.presets import sts_cosent
 
-RECIPES = {**sts_cosent.RECIPES, **simcse_unsup.RECIPES, **nli_supervised.RECIPES}
+RECIPES = {**sts_cosent.RECIPES, **simcse_unsup.RECIPES, **nli_supervised.RECIPES,
+           **retrieval_infonce.RECIPES}
 
 
 def apply_recipe(ctx, params):

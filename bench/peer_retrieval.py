@@ -1,0 +1,130 @@
+"""The peer of the retrieval recipe: sentence-transformers' MultipleNegativesRankingLoss.
+
+Fine-tunes all-MiniLM-L6-v2 on the rows `keras-cosent train --recipe
+retrieval-infonce` mined (its run's `mined.jsonl`, rows with fewer negatives left
+out, as that run leaves them out), with its settings: scale 20 (= temperature
+0.05), cosine, batches with no text twice (as sentence-transformers'
+NoDuplicatesBatchSampler builds them: rows in shuffled order, a row whose text
+is already in the batch waits for a later one), AdamW (fused, as the
+Trainer's default) with no weight decay on biases and LayerNorm, linear
+warm-up then decay. The loop is written out as in bench/peer_sts.py (the
+Trainer needs the `datasets` package). Test metrics come from keras-cosent's
+own retrieval code (exact search, trec_eval-equal metrics) on the peer's
+embeddings, so both stacks are scored by the same code. Prints one JSON line.
+
+    python bench/peer_retrieval.py --mined runs/retrieval/mined.jsonl \\
+        --negatives 1 --test data/retrieval/stsb-en-test --epochs 1 --batch-size 32
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def no_duplicate_batches(rows, batch_size, rng):
+    """Batches of row indices in which no text occurs twice (NoDuplicatesBatchSampler)."""
+    remaining = list(rng.permutation(len(rows)))
+    batches = []
+    while remaining:
+        batch, seen, deferred = [], set(), []
+        for index in remaining:
+            texts = set(rows[index])
+            if len(batch) < batch_size and not texts & seen:
+                batch.append(index)
+                seen |= texts
+            else:
+                deferred.append(index)
+        batches.append(batch)
+        remaining = deferred
+    return batches
+
+
+def test_metrics(model, folder, split):
+    """nDCG/MRR/Recall@10, MAP@100 (x 100) of the model's cosine ranking, by keras-cosent's code."""
+    import numpy as np
+
+    from keras_cosent.data import read_beir
+    from keras_cosent.retrieval import retrieval_metrics
+    from keras_cosent.retrieval import run_from_top_k
+    from keras_cosent.retrieval import top_k
+
+    data = read_beir(folder, split)
+    query_ids = list(data.qrels)
+    q = model.encode([data.queries[i] for i in query_ids], batch_size=64)
+    c = model.encode(list(data.corpus.values()), batch_size=64)
+    scores, indices = top_k(np.asarray(q), np.asarray(c), 100)
+    run = run_from_top_k(query_ids, list(data.corpus), scores, indices)
+    values = retrieval_metrics(run, data.qrels, k_values=(10, 100))
+    return {key: 100.0 * values[key] for key in ("ndcg@10", "mrr@10", "recall@10", "map@100")}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mined", required=True, help="mined.jsonl of the keras-cosent run")
+    p.add_argument("--negatives", type=int, required=True, help="negatives per row trained")
+    p.add_argument("--test", required=True, help="BEIR folder scored at the end")
+    p.add_argument("--test-split", default="test")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--warmup", type=float, default=0.1)
+    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--zero-shot", action="store_true", help="also score the untrained model")
+    args = p.parse_args()
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    import numpy as np
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from transformers import get_linear_schedule_with_warmup
+
+    from bench.common import minilm_path
+    from keras_cosent.data import read_retrieval_triplets
+
+    dataset = read_retrieval_triplets(args.mined, num_negatives=args.negatives)
+    rows = [list(row) for row in zip(*dataset.columns)]
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    model = SentenceTransformer(minilm_path(), device="cpu")
+    model.max_seq_length = args.max_length
+    out = {"stack": "sentence-transformers", "rows": len(rows), "skipped": dataset.skipped}
+    if args.zero_shot:
+        model.eval()
+        out["zero_shot"] = test_metrics(model, args.test, args.test_split)
+    loss_fn = MultipleNegativesRankingLoss(model, scale=20.0)
+    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+    decay = [p for n, p in model.named_parameters()
+             if not (n.endswith("bias") or "LayerNorm" in n)]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=args.lr, fused=True,
+    )
+    epochs = [no_duplicate_batches(rows, args.batch_size, rng) for _ in range(args.epochs)]
+    total = sum(len(batches) for batches in epochs)
+    sched = get_linear_schedule_with_warmup(opt, int(args.warmup * total), total)
+    start = time.time()
+    for batches in epochs:
+        model.train()
+        for batch in batches:
+            columns = [[rows[i][c] for i in batch] for c in range(len(rows[0]))]
+            features = [model.preprocess(column) for column in columns]
+            loss = loss_fn(features, torch.zeros(len(batch)))
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+    out["train_seconds"] = round(time.time() - start, 1)
+    out["steps"] = total
+    model.eval()
+    out["test"] = test_metrics(model, args.test, args.test_split)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

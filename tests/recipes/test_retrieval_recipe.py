@@ -1,0 +1,150 @@
+"""`train --recipe retrieval-infonce`: mine with the starting encoder, train InfoNCE on
+(query, positive, negatives) rows, keep the epoch with the best dev nDCG@10.
+
+Everything runs on the tiny checkpoint over BEIR folders made from the demo pairs.
+"""
+
+import json
+import shlex
+
+import pytest
+
+import recipes.training
+from tests.recipes.conftest import demo_rows
+from tests.recipes.test_cli import assert_one_line_error
+from tests.recipes.test_retrieval_cli import read_jsonl
+from tests.recipes.test_retrieval_cli import write_beir
+
+
+def pair_folder(folder, split, rows, distractors=()):
+    """Query i's positive is document i; `distractors` are further documents."""
+    corpus = {f"d{i}": second for i, (_, second, _) in enumerate(rows)}
+    corpus.update({f"x{i}": text for i, text in enumerate(distractors)})
+    return write_beir(
+        folder, split,
+        {f"q{i}": first for i, (first, _, _) in enumerate(rows)},
+        corpus,
+        {f"q{i}": {f"d{i}": 1} for i in range(len(rows))},
+    )
+
+
+@pytest.fixture
+def folders(tmp_path):
+    train_rows = demo_rows("train")[:24]
+    distractors = [second for _, second, _ in demo_rows("train")[24:48]]
+    return {
+        "train": pair_folder(tmp_path / "ir-train", "train", train_rows, distractors),
+        "dev": pair_folder(tmp_path / "ir-dev", "dev", demo_rows("dev")[:20]),
+    }
+
+
+def recipe_args(tiny_checkpoint, folders, output, *extra):
+    return ("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
+            "--train-retrieval", folders["train"], "--dev-retrieval", folders["dev"],
+            "--epochs", 4, "--batch-size", 8, "--max-length", 16, "--lr", 2e-2,
+            "--mine-negatives", 2, "--output", output, *extra)
+
+
+def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
+        cli, tiny_checkpoint, folders, tmp_path, monkeypatch):
+    built = []
+    original_build = recipes.training.build
+
+    def recording_build(*args, **kwargs):
+        built.append(original_build(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(recipes.training, "build", recording_build)
+    output = tmp_path / "run"
+    result = cli(*recipe_args(tiny_checkpoint, folders, output))
+    assert result.exit_code == 0, result.output
+
+    # Mined into the run directory, in `keras-cosent mine`'s format.
+    mined = read_jsonl(output / "mined.jsonl")
+    train_queries = {r["_id"]: r["text"] for r in read_jsonl(folders["train"] / "queries.jsonl")}
+    assert [row["query"] for row in mined] == list(train_queries.values())
+    assert all(len(row["negatives"]) <= 2 for row in mined)
+    # The random tiny model scores everything alike, so the recipe's relative margin
+    # leaves some rows short: they are left out, and counted.
+    full = [row for row in mined if len(row["negatives"]) == 2]
+    assert 8 <= len(full) < 24
+    assert f"{24 - len(full)} of 24 mined rows got fewer than 2 negatives" in result.stderr
+    # The negatives reached the batches: query, positive and 2 negatives per row.
+    (setup,) = built
+    assert setup.objective.name == "infonce" and setup.loss.mask_false_negatives
+    assert setup.dataset.num_columns == 4 and len(setup.dataset) == len(full)
+    assert setup.dataset.columns[2:] == [[row["negatives"][i] for row in full] for i in (0, 1)]
+    x, y = setup.batches[0]
+    # Packed batches index each sentence's tokens as (batch, columns, row_length).
+    assert x["gather_index"].shape[:2] == (8, 4) and y.shape == (8,)
+
+    # The best epoch by ir_dev_ndcg@10 is marked, and is the saved encoder.
+    rows = json.loads((output / "metrics.json").read_text())
+    assert len(rows) == 4
+    values = [row["ir_dev_ndcg@10"] for row in rows]
+    kept = [row["epoch"] for row in rows if row["kept"]]
+    # At this learning rate later epochs can get worse (on torch epoch 1 of 4 is kept),
+    # so the saved encoder is not simply the last epoch's.
+    assert kept == [1 + values.index(max(values))]
+    results = json.loads((output / "results.json").read_text())
+    assert results["kept_epoch"] == {"metric": "ir_dev_ndcg@10", "epoch": kept[0],
+                                     "value": max(values)}
+    assert results["dev_retrieval"]["ndcg@10"] == pytest.approx(max(values), abs=1e-4)
+    evaluated = tmp_path / "evaluated.json"
+    result = cli("evaluate", output, folders["dev"], "--task", "retrieval", "--json", evaluated)
+    assert result.exit_code == 0, result.output
+    # x 100: 1e-6 unscaled.
+    assert json.loads(evaluated.read_text())["ndcg@10"] == pytest.approx(max(values), abs=1e-4)
+
+    # config.json records the recipe's resolved options; its command repeats the run
+    # (same configuration: reused, not retrained).
+    record = json.loads((output / "config.json").read_text())
+    config = record["config"]
+    assert config["loss"] == "infonce" and config["keep_best"] == "ir_dev_ndcg@10"
+    assert config["mine_negatives"] == 2 and config["mine_relative_margin"] == 0.05
+    assert config["train_retrieval_split"] == "train" and "train_retrieval" in config["data_sha256"]
+    words = shlex.split(record["command"])
+    assert words[:4] == ["keras-cosent", "--backend", words[2], "train"]
+    result = cli(*words[1:])
+    assert result.exit_code == 0, result.output
+    assert "already holds this run" in result.output
+
+
+def test_mined_rows_train_with_format_triplets_jsonl(cli, tiny_checkpoint, folders, tmp_path):
+    """`mine`'s output is a `--train` file: --format triplets-jsonl, errors with file:line."""
+    mined = tmp_path / "mined.jsonl"
+    result = cli("mine", tiny_checkpoint, "--queries", folders["train"] / "queries.jsonl",
+                 "--corpus", folders["train"] / "corpus.jsonl",
+                 "--qrels", folders["train"] / "qrels" / "train.tsv", "-o", mined,
+                 "--num-negatives", 1, "--max-length", 16)
+    assert result.exit_code == 0, result.output
+    result = cli("train", "--backbone", tiny_checkpoint, "--loss", "infonce", "--train", mined,
+                 "--format", "triplets-jsonl", "--epochs", 1, "--batch-size", 8,
+                 "--max-length", 16, "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "a", "positive": "b", "negatives": ["c"]}\n'
+                   '{"query": "d", "positive": "e", "negatives": "f"}\n')
+    result = cli("train", "--backbone", tiny_checkpoint, "--loss", "infonce", "--train", bad,
+                 "--format", "triplets-jsonl", "--output", tmp_path / "bad-run")
+    assert_one_line_error(result, "bad.jsonl:2", "`negatives` should be a list of strings")
+
+
+def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_path):
+    output = tmp_path / "run"
+    result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
+                 "--train-retrieval", folders["train"], "--output", output)
+    assert_one_line_error(result, "--recipe retrieval-infonce needs --dev-retrieval")
+    result = cli("train", "--train", small_train, "--train-retrieval", folders["train"],
+                 "--output", output)
+    assert_one_line_error(result, "--train or --train-retrieval, not both")
+    result = cli("train", "--train", small_train, "--mine-negatives", 2, "--output", output)
+    assert_one_line_error(result, "--mine-negatives", "--train-retrieval only")
+    result = cli("train", "--train", small_train, "--keep-best", "ir_dev_ndcg@10",
+                 "--output", output)
+    assert_one_line_error(result, "--keep-best", "--dev-retrieval")
+    result = cli("train", "--train", small_train, "--keep-best", "dev_spearman",
+                 "--output", output)
+    assert_one_line_error(result, "--keep-best", "--dev")
+    assert not output.exists()
