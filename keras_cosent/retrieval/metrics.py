@@ -5,6 +5,9 @@ a fixed-size score matrix (one row per list, labels aligned to the scores); they
 neither take a run of a query over a whole corpus with qrels naming documents
 that may lie outside the retrieved list (Recall and nDCG's ideal DCG need every
 judged document), nor follow trec_eval's tie order. These pure functions do.
+Where keras-rs fits (every document of a query scored, no ties), its NDCG (with
+trec_eval's linear gain), MeanReciprocalRank, RecallAtK, PrecisionAtK and
+MeanAveragePrecision give the same values (tests/retrieval/test_keras_rs_agreement.py).
 
 Definitions (trec_eval): documents of a query are ranked by score descending,
 ties by document id descending (string order); a document is relevant when its
