@@ -216,7 +216,7 @@ def test_nli_ordinal_and_triplets_small(tmp_path):
 
 def test_read_dataset_dispatch(tmp_path):
     assert READ_FORMATS == (
-        "sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "text-lines"
+        "sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "text-lines", "triplets-jsonl"
     )
     sts = _write(tmp_path, "s.csv", "g\tf\t1\t1\t3\ta\tb\n")
     assert read_dataset(sts, "sts-benchmark").pairs == [("a", "b")]
