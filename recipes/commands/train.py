@@ -280,8 +280,11 @@ def check_combinations(ctx, options):
             "give --train or --train-retrieval, not both", param_hint="--train-retrieval"
         )
     if options["train_retrieval"] is None:
+        defaults = {p.name: p.default for p in ctx.command.params}
         for name in ("train_retrieval_split", "mine_negatives", "mine_relative_margin"):
-            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+            # The stored replay command spells every option out, defaults included.
+            if (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+                    and options[name] != defaults[name]):
                 flag = "--" + name.replace("_", "-")
                 raise click.BadParameter(
                     "applies to --train-retrieval only (mining hard negatives for it)",
