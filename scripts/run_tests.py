@@ -1,7 +1,10 @@
 """Runs pytest once per Keras backend and prints one combined result line.
 
 Keras picks its backend when it is first imported, so each backend needs its own
-process. Usage: `python scripts/run_tests.py [--backends tensorflow,jax,torch] [pytest args]`.
+process. The processes run `--jobs` at a time (default 2, one per core of the
+2-core machines the suite is budgeted on: most of a test's time is single-threaded
+compilation and Python); each one's output is printed whole when it ends.
+Usage: `python scripts/run_tests.py [--backends tensorflow,jax,torch] [--jobs N] [pytest args]`.
 """
 
 import argparse
@@ -25,39 +28,64 @@ def _counts(junit_path):
     return total
 
 
+def _start(backend, tmp, pytest_args):
+    junit = os.path.join(tmp, f"{backend}.xml")
+    log = open(os.path.join(tmp, f"{backend}.log"), "w+", encoding="utf-8")
+    env = dict(os.environ, KERAS_BACKEND=backend)
+    cmd = [sys.executable, "-m", "pytest", "-q", f"--junitxml={junit}",
+           "-p", "no:cacheprovider", *pytest_args]
+    print(f"=== KERAS_BACKEND={backend}: {' '.join(cmd[1:])} (started)", flush=True)
+    process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return {"backend": backend, "junit": junit, "log": log, "process": process,
+            "start": time.time()}
+
+
+def _finish(run):
+    code = run["process"].wait()
+    seconds = time.time() - run["start"]
+    run["log"].seek(0)
+    print(f"\n=== KERAS_BACKEND={run['backend']} (exit {code}, {seconds:.0f}s)", flush=True)
+    sys.stdout.write(run["log"].read())
+    run["log"].close()
+    backend = run["backend"]
+    if not os.path.exists(run["junit"]):
+        print(f"pytest on {backend} produced no report (exit {code})")
+        return 0, 1, 0, f"{backend}: pytest exited {code} with no report"
+    c = _counts(run["junit"])
+    failed = c["failures"] + c["errors"]
+    passed = c["tests"] - failed - c["skipped"]
+    if code not in (0, 1, 5) and failed == 0:
+        failed = 1  # pytest itself broke (usage or internal error)
+    line = f"{backend}: {passed} passed, {failed} failed, {c['skipped']} skipped in {seconds:.0f}s"
+    return passed, failed, c["skipped"], line
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--jobs", type=int, default=2)
     args, pytest_args = parser.parse_known_args()
     backends = [b for b in args.backends.split(",") if b]
-    passed = failed = skipped = 0
+    totals = [0, 0, 0]
     lines = []
+    start = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        for backend in backends:
-            junit = os.path.join(tmp, f"{backend}.xml")
-            env = dict(os.environ, KERAS_BACKEND=backend)
-            cmd = [sys.executable, "-m", "pytest", "-q", f"--junitxml={junit}",
-                   "-p", "no:cacheprovider", *pytest_args]
-            print(f"\n=== KERAS_BACKEND={backend}: {' '.join(cmd[1:])}", flush=True)
-            start = time.time()
-            code = subprocess.call(cmd, env=env)
-            if not os.path.exists(junit):
-                print(f"pytest on {backend} produced no report (exit {code})")
-                failed += 1
-                lines.append(f"{backend}: pytest exited {code} with no report")
-                continue
-            c = _counts(junit)
-            b_failed = c["failures"] + c["errors"]
-            b_passed = c["tests"] - b_failed - c["skipped"]
-            if code not in (0, 1, 5) and b_failed == 0:
-                b_failed = 1  # pytest itself broke (usage or internal error)
-            passed += b_passed
-            failed += b_failed
-            skipped += c["skipped"]
-            lines.append(f"{backend}: {b_passed} passed, {b_failed} failed, "
-                         f"{c['skipped']} skipped in {time.time() - start:.0f}s")
+        waiting, running = list(backends), []
+        while waiting or running:
+            while waiting and len(running) < max(1, args.jobs):
+                running.append(_start(waiting.pop(0), tmp, pytest_args))
+            # Print whichever ends first, then start the next.
+            while all(run["process"].poll() is None for run in running):
+                time.sleep(1)
+            done = next(run for run in running if run["process"].poll() is not None)
+            running.remove(done)
+            *counts, line = _finish(done)
+            totals = [t + c for t, c in zip(totals, counts)]
+            lines.append(line)
+    passed, failed, skipped = totals
     print("\n" + "\n".join(lines))
-    print(f"all backends: {passed} passed, {failed} failed, {skipped} skipped")
+    print(f"all backends: {passed} passed, {failed} failed, {skipped} skipped "
+          f"in {time.time() - start:.0f}s")
     if passed == 0:
         print("no test ran")
         return 1

