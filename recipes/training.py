@@ -1,6 +1,6 @@
 """The training loop behind `keras-cosent train`: read, build, fit, write the run.
 
-`train_encoder(config, directory, env)` reads the data the options name, loads
+`train_encoder(config, directory, env, backup_dir)` reads the data the options name, loads
 the backbone into a `SentenceEncoder`, hands both to the library's one training
 set-up, `keras_cosent.training.build` (the objective's loss and data layout,
 packed batches, AdamW with warm-up and linear decay), fits with the dev

@@ -224,7 +224,6 @@ def train(ctx, env, **options):
             f"least {smallest} rows per batch (the other rows are the negatives)",
             param_hint="--batch-size",
         )
-    _check_guard_options(options)
     config = build_config(env.backend, options, tuning=env.tuning)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if run_directory.check(config) == "same":
@@ -259,20 +258,6 @@ def train(ctx, env, **options):
     env.note(f"run saved to {options['output']}")
 
 
-def _check_guard_options(options):
-    given = [name for name in GUARD_DEFAULTS if options.get(name) is not None]
-    if given and not options["collapse_guard"]:
-        raise click.BadParameter(
-            f"--{given[0].replace('_', '-')} {options[given[0]]} sets the collapse guard, "
-            "which is off; add --collapse-guard", param_hint="--collapse-guard",
-        )
-    if options["collapse_guard"] and options["dev"] is None and options["train"] is not None:
-        raise click.BadParameter(
-            "the guard watches the dev Spearman after every epoch; give --dev FILE",
-            param_hint="--collapse-guard",
-        )
-
-
 def check_combinations(ctx, options):
     """Refuses options that contradict each other or that a recipe cannot run without."""
     if options["train_retrieval"] is not None and options["train"] is not None:
@@ -297,10 +282,22 @@ def check_combinations(ctx, options):
             raise click.BadParameter(
                 f"--recipe {options['recipe']} needs {flags}", param_hint=flags
             )
+    # --dev, or the demo dev set that comes with the demo training set.
+    has_dev = options["dev"] is not None or (
+        options["train"] is None and options["train_retrieval"] is None)
+    given = [name for name in GUARD_DEFAULTS if options.get(name) is not None]
+    if given and not options["collapse_guard"]:
+        raise click.BadParameter(
+            f"--{given[0].replace('_', '-')} {options[given[0]]} sets the collapse guard, "
+            "which is off; add --collapse-guard", param_hint="--collapse-guard",
+        )
+    if options["collapse_guard"] and not has_dev:
+        raise click.BadParameter(
+            "the guard watches the dev Spearman after every epoch; give --dev FILE",
+            param_hint="--collapse-guard",
+        )
     metric = options["keep_best"]
     if metric is not None:
-        has_dev = options["dev"] is not None or (
-            options["train"] is None and options["train_retrieval"] is None)
         if metric.startswith("ir_dev_") and options["dev_retrieval"] is None:
             raise click.BadParameter(f"{metric} is measured on --dev-retrieval; give one",
                                      param_hint="--keep-best")

@@ -69,6 +69,15 @@ def test_the_guard_needs_a_dev_set(cli, small_train, tmp_path):
     assert "Invalid value for --collapse-guard" in result.output and "give --dev FILE" in result.output
 
 
+def test_the_guard_needs_a_dev_set_with_train_retrieval_too(cli, tmp_path):
+    # --train-retrieval has no demo dev set either; refused before anything is read.
+    result = cli("train", "--train-retrieval", tmp_path, "--collapse-guard",
+                 "--output", tmp_path / "run")
+    assert result.exit_code == 2, result.output
+    assert "give --dev FILE" in result.output
+    assert not (tmp_path / "run").exists()
+
+
 def test_plot_marks_the_fired_epochs(tmp_path, monkeypatch):
     import matplotlib.axes
 
