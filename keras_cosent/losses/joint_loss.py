@@ -11,6 +11,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import check_finite_float
 
 
 def _check_name(name):
@@ -87,14 +88,7 @@ class JointLoss(keras.losses.Loss):
                 )
             return value
 
-        weights = per_loss(weights, 1.0, "weights")
-        for weight in weights:
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (
-                float("-inf") < float(weight) < float("inf")
-            ):
-                raise ValueError(
-                    f"`weights` entries should be finite numbers. Received: `weights`={weights!r}"
-                )
+        weights = [check_finite_float("weights", w) for w in per_loss(weights, 1.0, "weights")]
         names = per_loss(names, None, "names")
         names = [
             _check_name(n if n is not None else l.name.removesuffix("_loss"))
@@ -102,19 +96,14 @@ class JointLoss(keras.losses.Loss):
         ]
         if len(set(names)) != count:
             raise ValueError(f"`names` should be distinct. Received: `names`={names!r}")
-        thresholds = per_loss(positive_above, None, "positive_above")
-        for threshold in thresholds:
-            if threshold is not None and (
-                isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-            ):
-                raise ValueError(
-                    "`positive_above` entries should be None or numbers. Received: "
-                    f"`positive_above`={thresholds!r}"
-                )
+        thresholds = [
+            None if t is None else check_finite_float("positive_above", t)
+            for t in per_loss(positive_above, None, "positive_above")
+        ]
         self.losses = list(losses)
-        self.weights = tuple(float(w) for w in weights)
+        self.weights = tuple(weights)
         self.names = tuple(names)
-        self.positive_above = tuple(None if t is None else float(t) for t in thresholds)
+        self.positive_above = tuple(thresholds)
 
     def _term(self, loss, threshold, y_true, y_pred):
         if threshold is None:
