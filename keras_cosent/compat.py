@@ -79,6 +79,14 @@ def set_attention_dropout(layer, rate):
     layer._dropout = rate
 
 
+def optimizer_learning_rate(optimizer):
+    """What a Keras optimizer computes its rate from: a variable or a schedule (`_learning_rate`).
+
+    The public `learning_rate` property gives only the current value.
+    """
+    return _attribute("keras", optimizer, "_learning_rate", "keras.optimizers.Optimizer")
+
+
 def distribute_strategy(model):
     """The `tf.distribute` strategy a TensorFlow-backend model runs under, or None."""
     return getattr(model, "_distribute_strategy", None)
@@ -161,6 +169,9 @@ def _check_keras():
     attention = keras.layers.MultiHeadAttention(num_heads=1, key_dim=2, dropout=0.1)
     if attention_dropout(attention) != 0.1:
         raise _missing("keras", "keras.layers.MultiHeadAttention._dropout (the rate)")
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+    if optimizer_learning_rate(keras.optimizers.SGD(schedule)) is not schedule:
+        raise _missing("keras", "keras.optimizers.Optimizer._learning_rate (the schedule)")
 
 
 def _check_keras_hub():

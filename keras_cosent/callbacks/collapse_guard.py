@@ -20,6 +20,8 @@ import math
 import keras
 import numpy as np
 
+from keras_cosent import compat
+
 GUARD_LOG_KEY = "collapse_guard"
 
 
@@ -139,9 +141,7 @@ class CollapseGuard(keras.callbacks.Callback):
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is None:
             raise ValueError("CollapseGuard needs a compiled model: the model has no optimizer.")
-        # Keras keeps the schedule or the learning-rate variable here; the public
-        # `learning_rate` property only gives the current value.
-        rate = getattr(optimizer, "_learning_rate", None)
+        rate = compat.optimizer_learning_rate(optimizer)
         if isinstance(rate, keras.Variable):
             variable = rate
         elif isinstance(getattr(rate, "multiplier", None), keras.Variable):
