@@ -196,13 +196,9 @@ class SentenceEncoder(keras.Model):
                 "This SentenceEncoder has no tokenizer; build it with one "
                 "(e.g. via `SentenceEncoder.from_checkpoint`) to embed text."
             )
-        cached = getattr(self, "_preprocessor", None)
-        if cached is None or cached.tokenizer is not self.tokenizer or (
-            cached.max_length != self.max_length
-        ):
-            cached = SentencePreprocessor(self.tokenizer, self.max_length)
-            object.__setattr__(self, "_preprocessor", cached)  # not tracked by Keras
-        return cached
+        # Built on each use (a few attribute reads): it always follows `tokenizer`
+        # and `max_length`, and Keras tracks nothing new on the model.
+        return SentencePreprocessor(self.tokenizer, self.max_length)
 
     @property
     def pad_id(self):
