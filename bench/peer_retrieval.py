@@ -1,8 +1,11 @@
 """The peer of the retrieval recipe: sentence-transformers' MultipleNegativesRankingLoss.
 
-Fine-tunes all-MiniLM-L6-v2 on the rows `keras-cosent train --recipe
-retrieval-infonce` mined (its run's `mined.jsonl`, rows with fewer negatives left
-out, as that run leaves them out), with its settings: scale 20 (= temperature
+Fine-tunes all-MiniLM-L6-v2 either on rows it mines itself from a BEIR train
+folder with sentence-transformers' `mine_hard_negatives` (`--train-folder`:
+the recipe's mining settings, the 50 nearest candidates, relative margin 0.05,
+the top `--negatives` kept, rows with fewer left out; needs the `datasets`
+package), or on the rows `keras-cosent train --recipe retrieval-infonce` mined
+(`--mined`, its run's `mined.jsonl`), with the recipe's settings: scale 20 (= temperature
 0.05), cosine, batches with no text twice (as sentence-transformers'
 NoDuplicatesBatchSampler builds them: rows in shuffled order, a row whose text
 is already in the batch waits for a later one), AdamW (fused, as the
@@ -12,8 +15,8 @@ Trainer needs the `datasets` package). Test metrics come from keras-cosent's
 own retrieval code (exact search, trec_eval-equal metrics) on the peer's
 embeddings, so both stacks are scored by the same code. Prints one JSON line.
 
-    python bench/peer_retrieval.py --mined runs/retrieval/mined.jsonl \\
-        --negatives 1 --test data/retrieval/stsb-en-test --epochs 1 --batch-size 32
+    python bench/peer_retrieval.py --train-folder <shared>/retrieval/stsb-en-train \\
+        --negatives 1 --test <shared>/retrieval/stsb-en-test --epochs 1 --batch-size 32
 """
 
 import argparse
@@ -62,9 +65,35 @@ def test_metrics(model, folder, split):
     return {key: 100.0 * values[key] for key in ("ndcg@10", "mrr@10", "recall@10", "map@100")}
 
 
+def mine_with_peer(model, args):
+    """(query, positive, negatives...) rows from sentence-transformers' own miner."""
+    from datasets import Dataset
+    from sentence_transformers.util import mine_hard_negatives
+
+    from keras_cosent.data import read_beir
+
+    data = read_beir(args.train_folder, args.train_split)
+    pairs = [(data.queries[q], data.corpus[d])
+             for q, judged in data.qrels.items() for d, score in judged.items() if score >= 1]
+    start = time.time()
+    mined = mine_hard_negatives(
+        Dataset.from_dict({"anchor": [q for q, _ in pairs], "positive": [d for _, d in pairs]}),
+        model, corpus=list(data.corpus.values()), range_max=args.mine_range_max,
+        relative_margin=args.mine_relative_margin, num_negatives=args.negatives,
+        sampling_strategy="top", output_format="n-tuple", batch_size=64, verbose=False,
+    )
+    rows = [list(row.values()) for row in mined]
+    return rows, len(pairs) - len(rows), round(time.time() - start, 1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mined", required=True, help="mined.jsonl of the keras-cosent run")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--mined", help="mined.jsonl of the keras-cosent run")
+    source.add_argument("--train-folder", help="BEIR folder to mine with mine_hard_negatives")
+    p.add_argument("--train-split", default="train")
+    p.add_argument("--mine-range-max", type=int, default=50)
+    p.add_argument("--mine-relative-margin", type=float, default=0.05)
     p.add_argument("--negatives", type=int, required=True, help="negatives per row trained")
     p.add_argument("--test", required=True, help="BEIR folder scored at the end")
     p.add_argument("--test-split", default="test")
@@ -87,13 +116,18 @@ def main():
     from bench.common import minilm_path
     from keras_cosent.data import read_retrieval_triplets
 
-    dataset = read_retrieval_triplets(args.mined, num_negatives=args.negatives)
-    rows = [list(row) for row in zip(*dataset.columns)]
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     model = SentenceTransformer(minilm_path(), device="cpu")
     model.max_seq_length = args.max_length
-    out = {"stack": "sentence-transformers", "rows": len(rows), "skipped": dataset.skipped}
+    if args.mined:
+        dataset = read_retrieval_triplets(args.mined, num_negatives=args.negatives)
+        rows = [list(row) for row in zip(*dataset.columns)]
+        skipped, mining_seconds = dataset.skipped, 0.0
+    else:
+        rows, skipped, mining_seconds = mine_with_peer(model, args)
+    out = {"stack": "sentence-transformers", "rows": len(rows), "skipped": skipped,
+           "mining_seconds": mining_seconds}
     if args.zero_shot:
         model.eval()
         out["zero_shot"] = test_metrics(model, args.test, args.test_split)

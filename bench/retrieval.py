@@ -5,13 +5,26 @@ In one invocation, from the packaged all-MiniLM-L6-v2: the zero-shot model
 retrieval-infonce` on a BEIR train split (mining with the starting encoder,
 InfoNCE with in-batch and mined negatives, dev nDCG@10 per epoch, best kept),
 and the peer, bench/peer_retrieval.py (sentence-transformers'
-MultipleNegativesRankingLoss on the same mined rows, same batch size,
-learning rate, epochs and warm-up). All are scored on the test split by
-keras-cosent's retrieval code (nDCG@10, MRR@10, Recall@10, MAP@100, x 100).
-Appends one JSON line per stack to `--out` (the harness's schema: suite
-"retrieval", figures, config, machine, versions, git commit) and prints a table.
+MultipleNegativesRankingLoss, by default on rows its own `mine_hard_negatives`
+mined with the recipe's mining settings, same batch size, learning rate, epochs
+and warm-up). All are scored on the test split by keras-cosent's retrieval code
+(nDCG@10, MRR@10, Recall@10, MAP@100, x 100). Appends one JSON line per stack,
+seed and variant to `--out` (the harness's schema: suite "retrieval", figures,
+config, machine, versions, git commit) and prints a table with the mean and
+spread over seeds.
 
-    python -m bench retrieval --epochs 1 --batch-size 32 --out bench/results/retrieval.jsonl
+Variants of the keras run (`--variants`): `mined` (the recipe as it is),
+`in-batch` (`--mine-negatives 0`: in-batch negatives only) and `no-margin`
+(`--mine-relative-margin off`: mined negatives without the false-negative
+margin). `--dev slice:N` holds N train queries out as the dev split (for
+sets such as OCNLI whose only other split is the one reported), so that
+training never sees them.
+
+    python -m bench retrieval --epochs 1 --batch-size 32 --seeds 1,2,3 \
+        --out bench/results/retrieval.jsonl
+    python -m bench retrieval --train ocnli-zh-train --dev slice:300 --test ocnli-zh-dev \
+        --test-split dev --seeds 1,2,3 --out bench/results/retrieval.jsonl
+    python -m bench retrieval --summarize bench/results/retrieval.jsonl
 """
 
 import argparse
@@ -56,33 +69,138 @@ def evaluate(model, folder, split, backend, out_json, log):
         return json.load(f)
 
 
+def carve_dev(train_folder, split, size, root, distractors=2500):
+    """Splits a BEIR train folder into (train, dev) folders under `root`: `size` queries,
+    drawn with a fixed seed, become dev. Dev keeps its queries' relevant documents and
+    `distractors` other documents of the corpus, drawn with the same seed (a corpus the
+    size of OCNLI's dev split, cheap to score after every epoch); train drops the
+    documents only dev queries judge relevant, so training never sees a dev positive.
+    Lines are copied as they are (ids and texts unchanged)."""
+    import numpy as np
+
+    def lines(path):
+        with open(path, encoding="utf-8") as f:
+            return [line for line in f if line.strip()]
+
+    qrels = {}
+    with open(train_folder / "qrels" / f"{split}.tsv", encoding="utf-8") as f:
+        header = f.readline()
+        for line in f:
+            qid, did, score = line.rstrip("\n").split("\t")
+            qrels.setdefault(qid, []).append((did, score))
+    judged = sorted(qrels)
+    rng = np.random.default_rng(0)
+    dev_ids = set(rng.choice(judged, size=size, replace=False).tolist())
+    train_docs = {did for qid in judged if qid not in dev_ids for did, _ in qrels[qid]}
+    dev_docs = {did for qid in dev_ids for did, _ in qrels[qid]}
+    dev_only = dev_docs - train_docs
+    queries = lines(train_folder / "queries.jsonl")
+    corpus = lines(train_folder / "corpus.jsonl")
+    others = sorted(json.loads(d)["_id"] for d in corpus if json.loads(d)["_id"] not in dev_docs)
+    dev_docs |= set(rng.choice(others, size=min(distractors, len(others)), replace=False).tolist())
+    folders = {}
+    for name, keep_query, keep_doc in (
+        ("train", lambda q: q not in dev_ids, lambda d: d not in dev_only),
+        ("dev", lambda q: q in dev_ids, lambda d: d in dev_docs),
+    ):
+        folder = root / f"{train_folder.name}-{name}-slice{size}"
+        (folder / "qrels").mkdir(parents=True, exist_ok=True)
+        with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(q for q in queries if keep_query(json.loads(q)["_id"]))
+        with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(d for d in corpus if keep_doc(json.loads(d)["_id"]))
+        with open(folder / "qrels" / f"{name}.tsv", "w", encoding="utf-8") as f:
+            f.write(header)
+            for qid in judged:
+                if keep_query(qid):
+                    f.writelines(f"{qid}\t{did}\t{score}\n" for did, score in qrels[qid])
+        folders[name] = folder
+    return folders
+
+
+VARIANTS = {"mined": [], "in-batch": ["--mine-negatives", 0],
+            "no-margin": ["--mine-relative-margin", "off"]}
+
+
+def summarize(lines):
+    """Markdown table: per (train set, stack, variant), mean and spread over seeds."""
+    import statistics
+
+    groups = {}
+    for line in lines:
+        key = (line["config"]["train"], line["stack"], line.get("variant", ""))
+        groups.setdefault(key, []).append(line)
+    out = ["| train | model | seeds | " + " | ".join(FIGURES) + " |",
+           "|---|---|---:|" + "---:|" * len(FIGURES)]
+    for (train, stack, variant), group in groups.items():
+        cells = []
+        for figure in FIGURES:
+            values = [g["figures"][figure] for g in group]
+            mean = statistics.fmean(values)
+            cells.append(f"{mean:.2f}" if len(values) == 1 else
+                         f"{mean:.2f} ({min(values):.2f}-{max(values):.2f})")
+        seeds = ",".join(str(g.get("seed", "")) for g in group)
+        name = stack + (f" {variant}" if variant else "")
+        out.append(f"| {train} | {name} | {seeds} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main():
     p = argparse.ArgumentParser(prog="python -m bench retrieval",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--train", default="stsb-en-train", help="folder under <shared>/retrieval")
-    p.add_argument("--dev", default="stsb-en-dev")
+    p.add_argument("--train-split", default="train")
+    p.add_argument("--dev", default="stsb-en-dev",
+                   help="folder under <shared>/retrieval, or slice:N (N train queries held out)")
     p.add_argument("--test", default="stsb-en-test")
+    p.add_argument("--test-split", default="test")
     p.add_argument("--backend", default="torch")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--warmup", type=float, default=0.1)
+    p.add_argument("--seeds", default="42", help="comma-separated seeds, one run each")
     p.add_argument("--runs", default="zero-shot,keras,peer",
-                   help="comma-separated: zero-shot, keras, peer (peer needs keras' mined rows)")
+                   help="comma-separated: zero-shot, keras, peer")
+    p.add_argument("--variants", default="mined",
+                   help=f"comma-separated keras variants: {', '.join(VARIANTS)}")
+    p.add_argument("--peer-mining", choices=("own", "ours"), default="own",
+                   help="own: sentence-transformers' mine_hard_negatives; ours: the keras "
+                   "run's mined.jsonl")
     p.add_argument("--runs-dir", default=None, help="train outputs (default: a temporary folder)")
-    p.add_argument("--out", required=True, help="JSON lines to append to")
+    p.add_argument("--out", help="JSON lines to append to")
+    p.add_argument("--summarize", metavar="FILE", help="print the table of FILE and stop")
     args = p.parse_args()
+    if args.summarize:
+        with open(args.summarize, encoding="utf-8") as f:
+            print(summarize([json.loads(line) for line in f if line.strip()]))
+        return
+    if not args.out:
+        p.error("--out is required")
 
     import pathlib
 
     root = shared_data_dir() / "retrieval"
-    folders = {s: root / getattr(args, s) for s in ("train", "dev", "test")}
     runs_dir = pathlib.Path(args.runs_dir or tempfile.mkdtemp(prefix="keras-cosent-retrieval-"))
     runs_dir.mkdir(parents=True, exist_ok=True)
-    output = runs_dir / f"{args.train}-{args.backend}-e{args.epochs}-b{args.batch_size}"
+    folders = {"train": root / args.train, "test": root / args.test}
+    dev_split = None
+    if args.dev.startswith("slice:"):
+        carved = carve_dev(folders["train"], args.train_split, int(args.dev[6:]), runs_dir)
+        folders.update(carved)
+        train_split, dev_split = "train", "dev"
+    else:
+        folders["dev"] = root / args.dev
+        train_split = args.train_split
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    variants = args.variants.split(",")
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        p.error(f"unknown --variants {sorted(unknown)}; choose from {list(VARIANTS)}")
     config = {"train": args.train, "dev": args.dev, "test": args.test, "epochs": args.epochs,
               "batch_size": args.batch_size, "lr": args.lr, "warmup": args.warmup,
-              "max_length": 64, "recipe": "retrieval-infonce", "model": "all-MiniLM-L6-v2"}
+              "max_length": 64, "recipe": "retrieval-infonce", "model": "all-MiniLM-L6-v2",
+              "peer_mining": args.peer_mining}
     common = {"schema": harness.SCHEMA, "suite": "retrieval", "round": 1, "toggles": {},
               "pieces": {}, "config": config, "machine": harness.machine(),
               "versions": harness.versions(), "git": harness.git_state()}
@@ -96,49 +214,57 @@ def main():
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
-        print(json.dumps(line["figures"]), file=sys.stderr, flush=True)
+        print(json.dumps({k: line.get(k) for k in ("stack", "variant", "seed", "figures")}),
+              file=sys.stderr, flush=True)
 
     runs = args.runs.split(",")
+    tag = f"{args.train}-{args.backend}-e{args.epochs}-b{args.batch_size}"
     with open(runs_dir / "retrieval.log", "a", encoding="utf-8") as log:
         if "zero-shot" in runs:
-            result = evaluate("all-MiniLM-L6-v2", folders["test"], "test", args.backend,
+            result = evaluate("all-MiniLM-L6-v2", folders["test"], args.test_split, args.backend,
                               runs_dir / "zero-shot.json", log)
             record("zero-shot", {k: result[k] for k in FIGURES})
-        if "keras" in runs:
-            cmd = [sys.executable, "-m", "recipes", "train", "--backend", args.backend,
-                   "--recipe", "retrieval-infonce", "--train-retrieval", folders["train"],
-                   "--dev-retrieval", folders["dev"], "--epochs", args.epochs,
-                   "--batch-size", args.batch_size, "--lr", args.lr, "--warmup", args.warmup,
-                   "--output", output]
-            _, seconds = run(cmd, log)
-            result = evaluate(output, folders["test"], "test", args.backend,
-                              runs_dir / "keras.json", log)
-            with open(output / "config.json", encoding="utf-8") as f:
-                run_config = json.load(f)
-            record(f"keras-{args.backend}", {**{k: result[k] for k in FIGURES},
-                                             "wall_seconds": round(seconds, 1)},
-                   command=run_config["command"])
-        if "peer" in runs:
-            with open(output / "config.json", encoding="utf-8") as f:
-                negatives = json.load(f)["config"]["mine_negatives"]
-            cmd = [sys.executable, REPO_ROOT / "bench" / "peer_retrieval.py",
-                   "--mined", output / "mined.jsonl", "--negatives", negatives,
-                   "--test", folders["test"], "--epochs", args.epochs,
-                   "--batch-size", args.batch_size, "--lr", args.lr, "--warmup", args.warmup,
-                   "--zero-shot"]
-            stdout, seconds = run(cmd, log)
-            result = json.loads(stdout.strip().splitlines()[-1])
-            record("peer-zero-shot", result["zero_shot"])
-            record("peer", {**result["test"], "wall_seconds": round(seconds, 1),
-                            "train_seconds": result["train_seconds"]},
-                   command=" ".join(map(str, cmd)))
-    print("| model | nDCG@10 | MRR@10 | Recall@10 | MAP@100 | wall s |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for line in lines:
-        f = line["figures"]
-        wall = f"{f['wall_seconds']:.0f}" if "wall_seconds" in f else ""
-        print(f"| {line['stack']} | " + " | ".join(f"{f[k]:.2f}" for k in FIGURES)
-              + f" | {wall} |")
+        for seed in seeds:
+            for variant in variants if "keras" in runs else ():
+                output = runs_dir / f"{tag}-{variant}-s{seed}"
+                cmd = [sys.executable, "-m", "recipes", "train", "--backend", args.backend,
+                       "--recipe", "retrieval-infonce", "--train-retrieval", folders["train"],
+                       "--train-retrieval-split", train_split,
+                       "--dev-retrieval", folders["dev"], "--epochs", args.epochs,
+                       "--batch-size", args.batch_size, "--lr", args.lr, "--warmup", args.warmup,
+                       "--seed", seed, "--output", output, *VARIANTS[variant]]
+                if dev_split:
+                    cmd += ["--dev-retrieval-split", dev_split]
+                _, seconds = run(cmd, log)
+                result = evaluate(output, folders["test"], args.test_split, args.backend,
+                                  runs_dir / f"keras-{variant}-s{seed}.json", log)
+                with open(output / "config.json", encoding="utf-8") as f:
+                    run_config = json.load(f)
+                with open(output / "results.json", encoding="utf-8") as f:
+                    before = json.load(f)["dev_retrieval_before_training"]["ndcg@10"]
+                record(f"keras-{args.backend}", {**{k: result[k] for k in FIGURES},
+                                                 "wall_seconds": round(seconds, 1),
+                                                 "dev_ndcg@10_before": before},
+                       variant=variant, seed=seed, command=run_config["command"])
+            if "peer" in runs:
+                cmd = [sys.executable, REPO_ROOT / "bench" / "peer_retrieval.py",
+                       "--negatives", 1, "--test", folders["test"], "--test-split",
+                       args.test_split, "--epochs", args.epochs, "--batch-size", args.batch_size,
+                       "--lr", args.lr, "--warmup", args.warmup, "--seed", seed]
+                if args.peer_mining == "own":
+                    cmd += ["--train-folder", folders["train"], "--train-split", train_split]
+                else:
+                    mined = runs_dir / f"{tag}-mined-s{seed}" / "mined.jsonl"
+                    if not mined.is_file():
+                        p.error("--peer-mining ours needs the keras 'mined' variant's rows")
+                    cmd += ["--mined", mined]
+                stdout, seconds = run(cmd, log)
+                result = json.loads(stdout.strip().splitlines()[-1])
+                record("peer", {**result["test"], "wall_seconds": round(seconds, 1),
+                                "train_seconds": result["train_seconds"]},
+                       variant="mined", seed=seed, rows=result["rows"],
+                       command=" ".join(map(str, cmd)))
+    print(summarize(lines))
 
 
 if __name__ == "__main__":

@@ -65,6 +65,31 @@ class ObjectiveChoice(click.Choice):
 
 
 OBJECTIVE = ObjectiveChoice()
+
+
+class FractionOrOff(click.FloatRange):
+    """A fraction in [0, 1), or `off`: the option turned off even where a recipe sets it.
+
+    `off` stays the string "off" (not None) in the run's config, so that the
+    stored replay command spells it out instead of leaving the recipe's value
+    to fill the gap.
+    """
+
+    name = "fraction|off"
+
+    def __init__(self):
+        super().__init__(min=0, max=1, max_open=True)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "off":
+            return "off"
+        return super().convert(value, param, ctx)
+
+
+def fraction_or_none(value):
+    """The float of a `FractionOrOff` option's value; None for `off` or unset."""
+    return None if value in (None, "off") else float(value)
+
 POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)
 
 

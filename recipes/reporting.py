@@ -125,13 +125,16 @@ def write_metrics(directory, rows):
         f.write("\n")
 
 
-def plot_training(path, rows, spearman_key=None, initial_spearman=None):
-    """Saves a PNG of training loss (and dev Spearman, when present) per epoch.
+def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieval_key=None,
+                  initial_retrieval=None):
+    """Saves a PNG of training loss (and the dev curves, when present) per epoch.
 
-    `initial_spearman`, the score before training, is drawn at epoch 0. The
-    epochs at whose end the collapse guard fired (`collapse_guard` = 1 in the
-    rows) get a dashed red line on both panels: the point drawn there is the
-    collapsed score, and the next epoch starts from the restored weights.
+    `initial_spearman` / `initial_retrieval`, the dev scores before training,
+    are drawn at epoch 0. `retrieval_key` (e.g. `"ir_dev_ndcg@10"`) adds a panel
+    for the retrieval dev metric, x 100 in `rows`. The epochs at whose end the
+    collapse guard fired (`collapse_guard` = 1 in the rows) get a dashed red
+    line on every panel: the point drawn there is the collapsed score, and the
+    next epoch starts from the restored weights.
     """
     import matplotlib
 
@@ -140,20 +143,25 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None):
     from matplotlib import pyplot
 
     epochs = [row["epoch"] for row in rows]
-    spearman = [row.get(spearman_key) for row in rows] if spearman_key else []
-    has_dev = any(value is not None for value in spearman)
-    figure, axes = pyplot.subplots(1, 2 if has_dev else 1, figsize=(9 if has_dev else 4.5, 3.2))
-    axes = list(axes) if has_dev else [axes]
+    curves = []
+    for key, initial, title, color in (
+        (spearman_key, initial_spearman, "dev Spearman x 100", "tab:green"),
+        (retrieval_key, initial_retrieval, f"{retrieval_key} x 100", "tab:purple"),
+    ):
+        values = [row.get(key) for row in rows] if key else []
+        if any(value is not None for value in values):
+            curves.append((values, initial, title, color))
+    figure, axes = pyplot.subplots(1, 1 + len(curves), figsize=(4.5 * (1 + len(curves)), 3.2))
+    axes = list(axes) if curves else [axes]
     axes[0].plot(epochs, [row.get("loss") for row in rows], marker="o")
     axes[0].set(title="training loss", xlabel="epoch", ylabel="loss")
     axes[0].set_xticks(epochs)
-    if has_dev:
-        dev_epochs = ([0] if initial_spearman is not None else []) + epochs
-        dev_values = ([initial_spearman] if initial_spearman is not None else []) + spearman
-        axes[1].plot(dev_epochs, dev_values, marker="o", color="tab:green")
-        axes[1].set(title="dev Spearman x 100", xlabel="epoch (0: before training)",
-                    ylabel="Spearman x 100")
-        axes[1].set_xticks(dev_epochs)
+    for axis, (values, initial, title, color) in zip(axes[1:], curves):
+        dev_epochs = ([0] if initial is not None else []) + epochs
+        dev_values = ([initial] if initial is not None else []) + values
+        axis.plot(dev_epochs, dev_values, marker="o", color=color)
+        axis.set(title=title, xlabel="epoch (0: before training)", ylabel=title.split()[0])
+        axis.set_xticks(dev_epochs)
     fired = [row["epoch"] for row in rows if row.get(GUARD_COLUMN)]
     for index, epoch in enumerate(fired):
         for axis in axes:

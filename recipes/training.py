@@ -30,6 +30,7 @@ from recipes.evaluation import evaluate_retrieval
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import ENCODER_FILE
 from recipes.model_loading import load_encoder
+from recipes.options import fraction_or_none
 from recipes.options import parse_text_columns
 
 DEV_NAME = "dev"
@@ -132,7 +133,7 @@ def mine_training_rows(config, encoder, env, backup_dir, directory):
                      f"over {len(data.corpus)} documents with the starting encoder")
             rows, _ = mine_hard_negatives(
                 data.queries, data.corpus, data.qrels, encoder=encoder, num_negatives=count,
-                range_max=MINE_RANGE_MAX, relative_margin=config["mine_relative_margin"],
+                range_max=MINE_RANGE_MAX, relative_margin=fraction_or_none(config["mine_relative_margin"]),
                 batch_size=64,
             )
         write_atomically(mined, lambda path: write_retrieval_triplets(rows, path))
@@ -209,6 +210,7 @@ def train_encoder(config, directory, env, backup_dir):
             SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
         )
     if dev_retrieval is not None:
+        results["dev_retrieval_before_training"] = evaluate_retrieval(encoder, dev_retrieval)
         callbacks.append(RetrievalEvaluator.from_dataset(
             dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS
         ))
@@ -285,13 +287,14 @@ def train_encoder(config, directory, env, backup_dir):
         results["kept_epoch"] = {"metric": keep_best, "epoch": kept_epoch,
                                  "value": rows[kept_epoch - 1][keep_best]}
     reporting.write_metrics(directory, rows)
-    if dev is None:
-        reporting.plot_training(directory / reporting.PLOT_FILE, rows)
-    else:
-        reporting.plot_training(
-            directory / reporting.PLOT_FILE, rows, f"{DEV_NAME}_spearman",
-            initial_spearman=results["dev_before_training"]["spearman"],
-        )
+    reporting.plot_training(
+        directory / reporting.PLOT_FILE, rows,
+        f"{DEV_NAME}_spearman" if dev is not None else None,
+        initial_spearman=results["dev_before_training"]["spearman"] if dev is not None else None,
+        retrieval_key=f"{IR_DEV_NAME}_ndcg@10" if dev_retrieval is not None else None,
+        initial_retrieval=(results["dev_retrieval_before_training"]["ndcg@10"]
+                           if dev_retrieval is not None else None),
+    )
     with open(directory / reporting.RESULTS_FILE, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2)
         f.write("\n")

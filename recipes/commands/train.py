@@ -15,6 +15,7 @@ import click
 
 from recipes.context import pass_environment
 from recipes.options import FORMATS
+from recipes.options import FractionOrOff
 from recipes.options import KEEP_BEST_METRICS
 from recipes.options import INPUT_FILE
 from recipes.options import OBJECTIVE
@@ -115,10 +116,11 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="Hard negatives mined per row for --train-retrieval, from each query's 50 "
               "nearest non-positive documents (0: in-batch negatives only). Rows that get "
               "fewer are left out, and counted.")
-@click.option("--mine-relative-margin", type=click.FloatRange(min=0, max=1, max_open=True),
-              default=None, show_default="none",
+@click.option("--mine-relative-margin", type=FractionOrOff(), default=None,
+              show_default="none",
               help="When mining, drop candidates whose cosine exceeds the positive's times "
-              "(1 - this): the nearest neighbours are often unlabelled positives.")
+              "(1 - this): the nearest neighbours are often unlabelled positives. 'off' keeps "
+              "them even under a recipe that sets a margin.")
 @click.option("--keep-best", type=click.Choice(KEEP_BEST_METRICS), default=None,
               show_default="the last epoch",
               help="Save the weights of the epoch with the highest value of this dev metric "

@@ -46,3 +46,22 @@ def test_plot_is_a_png(tmp_path):
     plot_training(tmp_path / "loss_only.png", rows, None)
     for name in ("with_dev.png", "loss_only.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_has_one_panel_per_dev_curve(tmp_path):
+    """Loss, then dev Spearman and retrieval nDCG@10 when logged: one panel each."""
+    import matplotlib.image
+
+    rows = history_rows({"loss": [2.0, 1.5], "dev_spearman": [70.0, 80.0],
+                         "ir_dev_ndcg@10": [40.0, 45.0]})
+    widths = {}
+    for name, keys in {"loss": {}, "sts": {"spearman_key": "dev_spearman"},
+                       "both": {"spearman_key": "dev_spearman",
+                                "retrieval_key": "ir_dev_ndcg@10", "initial_retrieval": 30.0}
+                       }.items():
+        plot_training(tmp_path / f"{name}.png", rows, **keys)
+        widths[name] = matplotlib.image.imread(tmp_path / f"{name}.png").shape[1]
+    assert widths["sts"] == 2 * widths["loss"] and widths["both"] == 3 * widths["loss"]
+    # A key with no values adds no empty panel.
+    plot_training(tmp_path / "missing.png", rows, "dev_spearman", retrieval_key="ir_dev_mrr@10")
+    assert matplotlib.image.imread(tmp_path / "missing.png").shape[1] == widths["sts"]

@@ -90,6 +90,11 @@ def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
     assert results["kept_epoch"] == {"metric": "ir_dev_ndcg@10", "epoch": kept[0],
                                      "value": max(values)}
     assert results["dev_retrieval"]["ndcg@10"] == pytest.approx(max(values), abs=1e-4)
+    # The dev score before training is measured too (the curve's epoch 0).
+    before = results["dev_retrieval_before_training"]
+    assert before["queries"] == 20 and 0 <= before["ndcg@10"] <= 100
+    assert before["ndcg@10"] != pytest.approx(max(values), abs=1e-3)
+    assert "dev_retrieval_before_training" in result.stdout
     evaluated = tmp_path / "evaluated.json"
     result = cli("evaluate", output, folders["dev"], "--task", "retrieval", "--json", evaluated)
     assert result.exit_code == 0, result.output
@@ -108,6 +113,28 @@ def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
     result = cli(*words[1:])
     assert result.exit_code == 0, result.output
     assert "already holds this run" in result.output
+
+
+def test_relative_margin_off_overrides_the_recipe(cli, tiny_checkpoint, folders, tmp_path):
+    """`--mine-relative-margin off` keeps every candidate; the replay command says `off`."""
+    output = tmp_path / "run"
+    args = list(recipe_args(tiny_checkpoint, folders, output, "--mine-relative-margin", "off"))
+    args[args.index("--epochs") + 1] = 1
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    # The recipe's margin left rows short on this model (previous test); off, none is.
+    mined = read_jsonl(output / "mined.jsonl")
+    assert len(mined) == 24 and all(len(row["negatives"]) == 2 for row in mined)
+    assert "mined rows got fewer" not in result.stderr
+    record = json.loads((output / "config.json").read_text())
+    assert record["config"]["mine_relative_margin"] == "off"
+    words = shlex.split(record["command"])
+    assert words[words.index("--mine-relative-margin") + 1] == "off"
+    result = cli(*words[1:])
+    assert result.exit_code == 0 and "already holds this run" in result.output, result.output
+    result = cli(*recipe_args(tiny_checkpoint, folders, tmp_path / "bad",
+                              "--mine-relative-margin", "of"))
+    assert result.exit_code == 2 and "'of'" in result.output, result.output
 
 
 def test_mined_rows_train_with_format_triplets_jsonl(cli, tiny_checkpoint, folders, tmp_path):
