@@ -43,6 +43,7 @@ On PyTorch launch one process per device,
 """
 
 import contextlib
+import functools
 import os
 import warnings
 
@@ -96,8 +97,7 @@ def data_parallel(devices):
                      "before TensorFlow initialises)")
         if devices == 1:
             return contextlib.nullcontext()
-        names = [device.name for device in available[:devices]]
-        return tf.distribute.MirroredStrategy(names).scope()
+        return _mirrored_strategy(tuple(device.name for device in available[:devices])).scope()
     if backend == "torch":
         world = _torch_init_process_group()
         if world != devices:
@@ -107,6 +107,16 @@ def data_parallel(devices):
             )
         return contextlib.nullcontext()
     raise ValueError(f"Data parallelism is not supported on backend {backend!r}.")
+
+
+@functools.lru_cache(maxsize=None)
+def _mirrored_strategy(device_names):
+    # One strategy per device set and process: two strategies in one process
+    # hand out the same collective instance keys, and the all-gathers of the
+    # second one's models then fail with shape mismatches.
+    import tensorflow as tf
+
+    return tf.distribute.MirroredStrategy(list(device_names))
 
 
 def _check_count(wanted, available, what, hint):

@@ -94,7 +94,7 @@ def train(loss_name, devices):
         )
         encoder = keras_cosent.models.SentenceEncoder(backbone, max_length=16)
         model = keras_cosent.models.SiameseEncoder(encoder)
-        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5),
+        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
                       loss=make_loss(loss_name))
         record = keras.callbacks.LambdaCallback(
             on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"]))
