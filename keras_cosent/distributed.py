@@ -256,43 +256,30 @@ def gather_global(x):
     return torch.cat(parts, dim=0)
 
 
-def replica_loss(loss, keras_scaled):
-    """What one replica returns for a loss computed over the gathered global batch.
+def replica_loss(compute):
+    """What one replica returns for a loss over the gathered global batch.
 
-    Every replica computes the same global loss `L`. TensorFlow: Keras sums
-    the replicas' gradients and, for mean-reduced per-example losses, has
-    already divided by the number of replicas `R`; the gather's gradient sums
-    over replicas too, so each replica must return `L / R` (the loss tracker
-    multiplies it back). PyTorch: the gather's gradient sums over the `R`
-    ranks, and the gradient averaging of `prepare_model` divides by `R`, so
-    `L` is returned as it is.
+    Every replica computes the same global loss `L` (`compute()`).
+    TensorFlow: Keras sums the replicas' gradients, and the gather's gradient
+    sums over replicas too, so each replica returns `L / R` (the loss tracker
+    multiplies it back); Keras' own division by `R`, which depends on the
+    loss's output shape, is turned off while `L` is computed
+    (`keras_cosent.compat.unscaled_replica_losses`). PyTorch: the gather's
+    gradient sums over the `R` ranks and `prepare_model` averages the
+    gradients, so `L` is returned as it is.
 
     Args:
-        loss: the loss Keras computed on the global batch.
-        keras_scaled: whether Keras already divided it by the replica count
-            (`keras_divides_by_replicas`).
+        compute: a function of no arguments returning the loss over the
+            global batch.
     """
     replicas = replicas_in_step()
-    if replicas == 1 or keras.backend.backend() != "tensorflow" or keras_scaled:
-        return loss
+    if replicas == 1 or keras.backend.backend() != "tensorflow":
+        return compute()
+    from keras_cosent import compat
+
+    with compat.unscaled_replica_losses():
+        loss = compute()
     return loss / replicas
-
-
-def keras_divides_by_replicas(loss, y_true, y_pred):
-    """Whether Keras divides `loss(y_true, y_pred)` by the replica count (TensorFlow).
-
-    `keras.losses.Loss` reduces a per-example output with a mean reduction and
-    then divides by `num_replicas_in_sync`; a loss whose `call` already
-    returns a scalar (CoSENT, SupCon) is passed through unscaled.
-    """
-    if keras.backend.backend() != "tensorflow" or not isinstance(loss, keras.losses.Loss):
-        return False
-    if loss.reduction not in ("sum_over_batch_size", "mean", "mean_with_sample_weight"):
-        return False
-    # Traced in the step's graph only for its static shape; TensorFlow prunes
-    # the unused ops.
-    shape = tuple(loss.call(y_true, y_pred).shape)
-    return shape not in ((), (0,))
 
 
 # === PyTorch: weights, gradients and batches ===

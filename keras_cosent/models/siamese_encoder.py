@@ -103,9 +103,10 @@ class SiameseEncoder(keras.Model):
             if value is not None else None
             for value in (y, y_pred, sample_weight)
         )
-        loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
         return distributed.replica_loss(
-            loss, distributed.keras_divides_by_replicas(self.loss, y, y_pred)
+            lambda: super(SiameseEncoder, self).compute_loss(
+                x, y, y_pred, sample_weight, training=training
+            )
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
