@@ -10,6 +10,8 @@ The package runs unchanged on the TensorFlow, JAX and PyTorch backends. Its part
 - `keras_cosent.callbacks`: the Spearman evaluation callback.
 - `keras_cosent.optimizers`: AdamW with BERT's no-decay list, the warm-up schedule.
 - `keras_cosent.training`: `build`, the one training set-up, and the table of objectives.
+- `keras_cosent.distributed`: data-parallel training on several devices, with
+  in-batch losses over the global batch (JAX, TensorFlow and PyTorch engines).
 - `keras_cosent.export`: SavedModel export for TF Serving (imports TensorFlow lazily).
 
 - `keras_cosent.runtime`: process-wide tuning for CPU training (allocators,
@@ -25,6 +27,7 @@ __version__ = "0.1.0"
 from keras_cosent import callbacks
 from keras_cosent import compat
 from keras_cosent import data
+from keras_cosent import distributed
 from keras_cosent import export
 from keras_cosent import layers
 from keras_cosent import losses

@@ -4,7 +4,8 @@ Keras and keras-hub keep no promise about names outside their public API, and a
 few things keras-cosent does have no public spelling: walking a model's nested
 layers, reading and setting an attention layer's dropout rate, reading keras-hub's
 feed-forward layer and its preset file helpers, replacing the TensorFlow backend's
-dropout and `PyDataset` adapter, and reading TensorFlow's graph context and op
+dropout and `PyDataset` adapter, turning off Keras' per-replica loss scaling
+while a loss over a gathered global batch is computed, and reading TensorFlow's graph context and op
 registry. Each is reached through one function here, so that an upgrade that
 renames one breaks in this file, with `PrivateAPIError` naming the symbol, the
 installed version and the version it was written against, rather than with an
@@ -15,6 +16,7 @@ ones that are gone; `tests/test_compat.py` fails with that list.
 """
 
 import importlib
+import threading
 
 # The releases each private name below was read from (setup.cfg pins them).
 WRITTEN_AGAINST = {"keras": "3.15", "keras_hub": "0.32", "tensorflow": "2.21", "jax": "0.10"}
@@ -90,6 +92,45 @@ def optimizer_learning_rate(optimizer):
 def distribute_strategy(model):
     """The `tf.distribute` strategy a TensorFlow-backend model runs under, or None."""
     return getattr(model, "_distribute_strategy", None)
+
+
+_unscaled = threading.local()
+
+
+def unscaled_replica_losses():
+    """A context in which Keras does not divide losses by the replica count (this thread).
+
+    Under a `tf.distribute` strategy, `keras.losses.Loss` divides mean-reduced
+    per-example losses by `num_replicas_in_sync` (`losses.loss.
+    scale_loss_for_distribution`) but not losses that are already scalars, and
+    a loss nested in another one (`MatryoshkaLoss`, `JointLoss`) may be divided
+    even when its wrapper returns a scalar. A loss computed over a gathered
+    global batch is scaled by `keras_cosent.distributed` instead, so inside
+    this context Keras' scaling is the identity. The function is wrapped once,
+    and reads a thread-local flag: MirroredStrategy traces each replica in its
+    own thread.
+    """
+    module = _import("keras", "keras.src.losses.loss")
+    original = _attribute("keras", module, "scale_loss_for_distribution", "keras.src.losses.loss")
+    if not getattr(original, "_keras_cosent_wrapped", False):
+
+        def scale_loss_for_distribution(value):
+            if getattr(_unscaled, "active", False):
+                return value
+            return original(value)
+
+        scale_loss_for_distribution._keras_cosent_wrapped = True
+        module.scale_loss_for_distribution = scale_loss_for_distribution
+    return _UnscaledContext()
+
+
+class _UnscaledContext:
+    def __enter__(self):
+        self.previous = getattr(_unscaled, "active", False)
+        _unscaled.active = True
+
+    def __exit__(self, *exc_info):
+        _unscaled.active = self.previous
 
 
 def tensorflow_random_module():
@@ -186,6 +227,8 @@ def _check_keras_hub():
 
 
 def _check_tensorflow():
+    with unscaled_replica_losses():
+        pass
     tensorflow_random_module()
     py_dataset_adapter()
     in_xla_context()

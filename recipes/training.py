@@ -156,6 +156,9 @@ def best_so_far(epoch_log, metric):
 def train_encoder(config, directory, env, backup_dir):
     """Trains as `config` says and writes the run's files into `directory`.
 
+    With `devices` > 1 everything runs inside
+    `keras_cosent.distributed.data_parallel(devices)`.
+
     `backup_dir` holds the training state after every epoch
     (`keras_cosent.callbacks.ResumableTraining`, Keras' `BackupAndRestore`) and
     the per-epoch logs; when it holds an interrupted run's state, training
@@ -165,6 +168,13 @@ def train_encoder(config, directory, env, backup_dir):
         The final evaluation results, `{split: {"pairs", "spearman", "pearson"}}`,
         and `{"dev_retrieval": {"queries", "documents", "ndcg@10", ...}}` (x 100).
     """
+    from keras_cosent import distributed
+
+    with distributed.data_parallel(config.get("devices", 1)):
+        return _train_encoder(config, directory, env, backup_dir)
+
+
+def _train_encoder(config, directory, env, backup_dir):
     train, train_format, dev, test = read_datasets(config)
     dev_retrieval = None
     if config.get("dev_retrieval") is not None:
@@ -197,6 +207,7 @@ def train_encoder(config, directory, env, backup_dir):
             temperature=config["temperature"],
             margin=config.get("margin"),
             matryoshka_dims=matryoshka_dims,
+            devices=config.get("devices", 1),
         )
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)

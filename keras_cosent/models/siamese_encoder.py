@@ -14,6 +14,7 @@ back out per `(row, column)` slot (`keras_cosent.models.sequence_packing`).
 import keras
 from keras import ops
 
+from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.data.packing import PACKED_KEYS
 from keras_cosent.data.packing import PER_SENTENCE_KEYS
@@ -84,11 +85,36 @@ class SiameseEncoder(keras.Model):
         terms = getattr(self.loss, "terms", None)
         names = getattr(self.loss, "names", ()) if callable(terms) else ()
         self.term_trackers = [keras.metrics.Mean(name=f"loss_{name}") for name in names]
+        distributed.prepare_model(self)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The loss over the global batch, when a batch is split over devices.
+
+        Under `keras_cosent.distributed.data_parallel`, each replica's
+        predictions, labels and sample weights are gathered in replica order
+        (`keras_cosent.distributed.gather_global`), so in-batch negatives and
+        ranking pairs span every device's rows, and the returned value is
+        scaled so that the replicas' gradients add up to one device's.
+        """
+        if distributed.replicas_in_step() == 1:
+            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        y, y_pred, sample_weight = (
+            keras.tree.map_structure(distributed.gather_global, value)
+            if value is not None else None
+            for value in (y, y_pred, sample_weight)
+        )
+        return distributed.replica_loss(
+            lambda: super(SiameseEncoder, self).compute_loss(
+                x, y, y_pred, sample_weight, training=training
+            )
+        )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         trackers = getattr(self, "term_trackers", [])
         if trackers:
-            values = self.loss.terms(y, y_pred)
+            values = self.loss.terms(
+                distributed.gather_global(y), distributed.gather_global(y_pred)
+            )
             for tracker, name in zip(trackers, self.loss.names):
                 tracker.update_state(values[name])
         return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)

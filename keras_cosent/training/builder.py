@@ -12,6 +12,7 @@ import collections
 
 import numpy as np
 
+from keras_cosent import distributed
 from keras_cosent.data.pair_batches import PairBatches
 from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
 from keras_cosent.data.pair_dataset import PairDataset
@@ -58,6 +59,7 @@ def build(
     packing=True,
     data_format=None,
     matryoshka_dims=None,
+    devices=None,
     **loss_options,
 ):
     """Builds the model, batches and optimizer that train `encoder` on `dataset`.
@@ -93,6 +95,13 @@ def build(
             for each `d` (`keras_cosent.losses.MatryoshkaLoss`), so that
             truncated embeddings (`encode(..., truncate_dim=d)`) work too.
             Not for objectives that train a head (`sbert-softmax`).
+        devices: `None` (whatever `keras_cosent.distributed.data_parallel`
+            context this runs in, one device outside any) or the device count
+            that context must have. With several devices each step's
+            `batch_size` rows are split over them, every in-batch loss sees
+            all of them (`keras_cosent.distributed`), `batch_size` must be a
+            multiple of the device count, the last partial batch of an epoch
+            is dropped and batches are padded, not packed.
         **loss_options: the objective's loss options, e.g. `scale=20.0`
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
             SupCon) or `margin=0.5` (triplet, margin ranking).
@@ -140,6 +149,18 @@ def build(
                 f"{objective.name!r} trains a head on them. Received: "
                 f"`matryoshka_dims`={matryoshka_dims!r}"
             )
+    replicas = distributed.num_replicas()
+    if devices is not None and devices != replicas:
+        raise ValueError(
+            f"`devices`={devices!r} but this runs on {replicas} device(s): create the "
+            f"encoder and call `build` inside `keras_cosent.distributed.data_parallel"
+            f"({devices!r})` (on PyTorch, launched by `torchrun --nproc_per_node {devices!r}`)."
+        )
+    if batch_size % replicas:
+        raise ValueError(
+            f"`batch_size`={batch_size} does not split over {replicas} devices; use a "
+            f"multiple of {replicas}."
+        )
     dataset = objective.prepare(dataset, data_format)
     if objective.check_batching is not None:
         objective.check_batching(objective, dataset, batch_size)
@@ -162,7 +183,9 @@ def build(
         shuffle=shuffle,
         label_mode=objective.label_mode,
         unique_texts=objective.unique_texts,
-        packing=bool(packing) and supports_packing(encoder.backbone),
+        # Packed rows cannot be split over devices by rows of the batch.
+        packing=bool(packing) and replicas == 1 and supports_packing(encoder.backbone),
+        drop_remainder=replicas > 1,
     )
     total_steps = len(batches) * int(epochs)
     schedule = WarmupLinearDecay(
@@ -170,6 +193,7 @@ def build(
     )
     optimizer = adamw(schedule, weight_decay, exclude_from_weight_decay=NO_WEIGHT_DECAY)
     model.compile(optimizer=optimizer, loss=loss)
+    batches = distributed.shard_batches(batches)
     return TrainingSetup(model, batches, optimizer, loss, encoder, dataset, objective)
 
 

@@ -190,6 +190,12 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option("--packing/--no-packing", default=True, show_default=True,
               help="Pack each batch's sentences into shared rows instead of padding them "
                    "(same results, less work; keras-hub BERT backbones, others pad).")
+@click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Train data-parallel on this many devices, with in-batch losses over the "
+                   "global --batch-size (a multiple of it): JAX and TensorFlow take the first "
+                   "N local devices; on PyTorch launch one process per device with "
+                   "`torchrun --nproc_per_node N -m recipes train ...` (rank 0 writes "
+                   "--output). Batches are padded, not packed.")
 @click.option("--output", type=click.Path(file_okay=False), required=True, show_default=True,
               help="Run directory to create; an identical finished run there is reused.")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
@@ -235,6 +241,17 @@ def train(ctx, env, **options):
         return
 
     from recipes.training import train_encoder
+
+    if _is_other_rank(config):
+        # torchrun's other ranks train alongside rank 0 but write nothing of the run.
+        import pathlib
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            scratch = pathlib.Path(scratch)
+            (scratch / "backup").mkdir()
+            train_encoder(config, scratch, env, scratch / "backup")
+        return
 
     backup, resumed = run_directory.backup(config, resume=resume)
     if resumed:
@@ -316,6 +333,16 @@ def _sha256(path):
     return digest.hexdigest()
 
 
+def _is_other_rank(config):
+    """Whether this is a PyTorch process of rank > 0 of a `--devices N` run."""
+    if config.get("devices", 1) == 1:
+        return False
+    from keras_cosent import distributed
+
+    with distributed.data_parallel(config["devices"]):  # checks torchrun's process count
+        return distributed.rank() != 0
+
+
 def build_config(backend, options, tuning=True):
     """The run's exact configuration: every option resolved, paths absolute, data hashed.
 
@@ -337,6 +364,9 @@ def build_config(backend, options, tuning=True):
     else:
         for name in ("collapse_guard", *GUARD_DEFAULTS):
             config.pop(name, None)
+    # One device records no `devices`, keeping the identity of earlier runs.
+    if config.get("devices") == 1:
+        config.pop("devices")
     for key in ("train", "dev", "test", "output"):
         if config[key] is not None:
             config[key] = os.path.abspath(config[key])
