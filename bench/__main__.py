@@ -7,6 +7,8 @@
     python -m bench quality [bench/quality.py options]   (4-epoch STS runs; hours)
     python -m bench retrieval [bench/retrieval.py options] (the retrieval recipe vs
                                  sentence-transformers' MNRL on STS-B retrieval; JSON lines)
+    python -m bench losses [bench/losses.py options] (triplet, InfoNCE, Matryoshka vs
+                                 sentence-transformers' equivalents on STS-B; JSON lines)
     python -m bench report FILE.jsonl    (medians and per-round ratios to the peer)
     python -m bench tool NAME [options]  (NAME: train-steps, profile-train,
                                           profile-encode-torch, machine-limit, peer-sts)
@@ -36,7 +38,7 @@ def main(argv=None):
         p.add_argument("file")
         report(p.parse_args(rest).file)
         return 0
-    if command in ("quality", "retrieval", "tool"):
+    if command in ("quality", "retrieval", "losses", "tool"):
         if command == "tool":
             if not rest or rest[0] not in TOOLS:
                 raise SystemExit(f"tool: expected one of {sorted(TOOLS)}, got {rest[:1]}")
@@ -50,7 +52,7 @@ def main(argv=None):
 
     if command not in harness.SUITE_FIGURES:
         raise SystemExit(f"unknown suite {command!r}: expected one of "
-                         f"{sorted(harness.SUITE_FIGURES)}, quality, retrieval, report or tool")
+                         f"{sorted(harness.SUITE_FIGURES)}, quality, retrieval, losses, report or tool")
     p = argparse.ArgumentParser(prog=f"python -m bench {command}")
     p.add_argument("--stacks", default="peer,tensorflow,jax,torch")
     p.add_argument("--rounds", type=int, default=2)

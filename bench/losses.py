@@ -1,0 +1,360 @@
+"""Quality of the embedding losses: keras-cosent next to sentence-transformers on STS-B.
+
+For each run and seed asked for, from the packaged all-MiniLM-L6-v2 with the
+settings of the STS-B CoSENT runs (batch 16, AdamW lr 2e-5, weight decay 0.01
+not on biases and LayerNorm, 10% linear warm-up then linear decay, 64 tokens,
+4 epochs): `keras-cosent train --backend torch` (the command users run) and the
+peer, bench/peer_losses.py (sentence-transformers' closest loss in a plain
+loop). Both train on the same rows, written once to a JSON-lines file in the
+runs folder, in the same batches (the peer replays the batch plan that
+`keras-cosent train` draws from the seed). Both are scored by the same code
+here: the STS-B test sentences are embedded (`keras-cosent encode`; the peer's
+`model.encode`), and the Spearman x 100 of the pair cosines against the gold
+scores is computed at each dimension (first d coordinates, re-normalised).
+
+Runs (`--runs`):
+
+- `triplet`: (anchor, positive, negative) rows: the train pairs scored >= 4 as
+  (anchor, positive), the negative another such row's positive drawn at random
+  (seeded by `--data-seed`, not mined; never the row's own positive or anchor,
+  nor a text scored >= 4 with the anchor). `--loss triplet --margin 0.5`
+  (cosine distance) vs `TripletLoss(distance_metric=COSINE, triplet_margin=0.5)`.
+- `mnrl`: the (anchor, positive) pairs scored >= 4, in-batch negatives.
+  `--loss infonce --temperature 0.05` vs `MultipleNegativesRankingLoss(scale=20)`;
+  batches hold no text twice on both (the objective's `unique_texts`).
+- `matryoshka`: every train pair. `--loss cosent --matryoshka-dims 384,256,128,64`
+  vs `MatryoshkaLoss(model, CoSENTLoss(model), [384, 256, 128, 64])`, scored at
+  each of those dimensions.
+- `cosent`: plain CoSENT on every train pair, scored at the same dimensions: the
+  reference that the Matryoshka run's truncated figures are read against.
+
+Appends one JSON line per (run, stack, seed) to `--out` (the harness's schema:
+suite "losses", figures `spearman@D` for each dimension scored, `wall_seconds`
+of the training process, config, machine, versions, git commit) and prints the
+table of `summarize`.
+
+    python -m bench losses --runs triplet,mnrl,matryoshka,cosent --seeds 1,2,3 \\
+        --out bench/results/losses.jsonl
+    python -m bench losses --runs mnrl --seeds 1 --train-limit 64 --epochs 1 --out /tmp/smoke.jsonl
+    python -m bench losses --summarize bench/results/losses.jsonl
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import harness  # noqa: E402
+from bench.common import REPO_ROOT  # noqa: E402
+from bench.quality import load_splits  # noqa: E402
+from bench.quality import split_paths  # noqa: E402
+
+DIMS = (384, 256, 128, 64)
+POSITIVE_AT_LEAST = 4.0
+# Which rows each run trains on: the JSON keys written, in column order.
+LAYOUTS = {"pairs": ("sentence1", "sentence2", "score"),
+           "positives": ("anchor", "positive"),
+           "triplets": ("anchor", "positive", "negative")}
+RUNS = {
+    "triplet": {"rows": "triplets", "dims": (384,),
+                "keras": ["--loss", "triplet", "--margin", 0.5]},
+    "mnrl": {"rows": "positives", "dims": (384,),
+             "keras": ["--loss", "infonce", "--temperature", 0.05]},
+    "matryoshka": {"rows": "pairs", "dims": DIMS,
+                   "keras": ["--loss", "cosent", "--scale", 20.0,
+                             "--matryoshka-dims", ",".join(map(str, DIMS))]},
+    "cosent": {"rows": "pairs", "dims": DIMS, "keras": ["--loss", "cosent", "--scale", 20.0]},
+}
+
+
+# === Rows ===
+
+
+def positive_pairs(first, second, scores, at_least=POSITIVE_AT_LEAST):
+    """The (anchor, positive) pairs scored at least `at_least`, in file order."""
+    return [(a, p) for a, p, s in zip(first, second, scores) if s >= at_least]
+
+
+def triplet_rows(pairs, seed, max_draws=1000):
+    """(anchor, positive, negative) rows: each pair with another pair's positive, drawn at random.
+
+    The negative is drawn uniformly from the other rows' positives (NumPy's
+    generator seeded with `seed`) until it is neither the row's positive nor its
+    anchor, nor a text that some pair scores as a positive of the anchor (in
+    either order): a random sentence, not a mined hard negative.
+    """
+    if len(pairs) < 2:
+        raise ValueError(f"triplet rows need at least 2 positive pairs; got {len(pairs)}")
+    positives_of = {}
+    for a, p in pairs:
+        positives_of.setdefault(a, set()).add(p)
+        positives_of.setdefault(p, set()).add(a)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, (anchor, positive) in enumerate(pairs):
+        banned = {anchor, positive} | positives_of[anchor]
+        for _ in range(max_draws):
+            j = int(rng.integers(len(pairs)))
+            if j != i and pairs[j][1] not in banned:
+                rows.append((anchor, positive, pairs[j][1]))
+                break
+        else:
+            raise ValueError(f"no negative found for row {i} ({anchor!r}) in {max_draws} draws: "
+                             "every other positive is one of its own texts")
+    return rows
+
+
+def build_rows(layout, first, second, scores, data_seed):
+    """The rows of `layout` (a key of LAYOUTS) from scored pairs."""
+    if layout == "pairs":
+        return list(zip(first, second, scores))
+    pairs = positive_pairs(first, second, scores)
+    return pairs if layout == "positives" else triplet_rows(pairs, data_seed)
+
+
+def write_rows(path, layout, rows):
+    keys = LAYOUTS[layout]
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(dict(zip(keys, row)), ensure_ascii=False) + "\n")
+
+
+def column_args(layout):
+    """`keras-cosent train` (and peer) options that read a LAYOUTS file."""
+    keys = LAYOUTS[layout]
+    if layout == "pairs":
+        return ["--text-columns", ",".join(keys[:2]), "--label-column", keys[2]]
+    return ["--text-columns", ",".join(keys)]
+
+
+# === Scoring (the same code for both stacks) ===
+
+
+def truncate(embeddings, dim):
+    """The first `dim` coordinates of each row, L2-normalised (as `--truncate-dim` serves them)."""
+    x = np.asarray(embeddings, dtype="float64")[:, :dim]
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def sts_spearman(embeddings, sentences, first, second, gold, dims):
+    """{`spearman@D`: Spearman x 100 of the pair cosines against `gold`} for each D in `dims`.
+
+    `embeddings[i]` embeds `sentences[i]`; `first`/`second` are the pairs' texts.
+    """
+    import scipy.stats
+
+    index = {s: i for i, s in enumerate(sentences)}
+    a = np.array([index[s] for s in first])
+    b = np.array([index[s] for s in second])
+    out = {}
+    for dim in dims:
+        z = truncate(embeddings, dim)
+        cosine = np.sum(z[a] * z[b], axis=1)
+        out[f"spearman@{dim}"] = 100.0 * scipy.stats.spearmanr(cosine, gold).statistic
+    return out
+
+
+# === Summary ===
+
+
+def _cell(values):
+    if not values:
+        return "-"
+    mean = statistics.fmean(values)
+    return f"{mean:.2f}" if len(values) == 1 else f"{mean:.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def summarize(lines):
+    """Markdown table: per run and dimension, keras vs peer test Spearman (mean and range
+    over seeds), the difference of the means, and the mean wall seconds of a training
+    process on each side."""
+    runs = {}
+    for line in lines:
+        runs.setdefault(line["run"], {}).setdefault(line["stack"], []).append(line)
+    out = ["| run | dim | seeds | keras | peer | keras - peer | wall s keras / peer |",
+           "|---|---:|---|---:|---:|---:|---:|"]
+    for run, by_stack in runs.items():
+        peer = by_stack.get("peer", [])
+        for stack in [s for s in by_stack if s != "peer"] or [None]:
+            mine = by_stack.get(stack, [])
+            name = run if stack in (None, "keras-torch") else f"{run} ({stack})"
+            seeds = ",".join(map(str, sorted({g["seed"] for g in mine + peer})))
+            wall = " / ".join(
+                f"{statistics.fmean(g['figures']['wall_seconds'] for g in side):.0f}"
+                if side else "-" for side in (mine, peer))
+            dims = sorted({int(key.split("@")[1]) for g in mine + peer for key in g["figures"]
+                           if key.startswith("spearman@")}, reverse=True)
+            for dim in dims:
+                key = f"spearman@{dim}"
+                ours = [g["figures"][key] for g in mine if key in g["figures"]]
+                theirs = [g["figures"][key] for g in peer if key in g["figures"]]
+                gap = (f"{statistics.fmean(ours) - statistics.fmean(theirs):+.2f}"
+                       if ours and theirs else "-")
+                out.append(f"| {name} | {dim} | {seeds} | {_cell(ours)} | {_cell(theirs)} | "
+                           f"{gap} | {wall} |")
+    return "\n".join(out)
+
+
+# === Running ===
+
+
+def run(cmd, log):
+    """Runs `cmd` from the repository root, stderr into `log`; returns (stdout, wall seconds)."""
+    cmd = [str(c) for c in cmd]
+    print(f"[{time.strftime('%H:%M:%S')}] {' '.join(cmd)}", file=sys.stderr, flush=True)
+    log.write(f"\n### {' '.join(cmd)}\n")
+    log.flush()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    start = time.time()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=log,
+                          text=True)
+    seconds = time.time() - start
+    log.write(proc.stdout)
+    log.flush()
+    if proc.returncode != 0:
+        raise SystemExit(f"failed with exit code {proc.returncode}: {' '.join(cmd)}; see {log.name}")
+    return proc.stdout, seconds
+
+
+def main():
+    p = argparse.ArgumentParser(prog="python -m bench losses",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--runs", default="triplet,mnrl,matryoshka",
+                   help=f"comma-separated, from {', '.join(RUNS)}")
+    p.add_argument("--stacks", default="keras,peer", help="comma-separated: keras, peer")
+    p.add_argument("--seeds", default="42", help="comma-separated seeds, one run each")
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--warmup", type=float, default=0.1)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--backend", default="torch", help="keras-cosent's backend")
+    p.add_argument("--train-limit", type=int, default=None,
+                   help="use only the first N STS-B train pairs (before any filtering)")
+    p.add_argument("--data-seed", type=int, default=0,
+                   help="seed of the triplets' random negatives (the same for every run seed)")
+    p.add_argument("--runs-dir", default=None, help="rows, runs and embeddings "
+                   "(default: a temporary folder)")
+    p.add_argument("--out", help="JSON lines to append to")
+    p.add_argument("--summarize", metavar="FILE", help="print the table of FILE and stop")
+    args = p.parse_args()
+    if args.summarize:
+        print(summarize(harness.read_lines(args.summarize)))
+        return
+    if not args.out:
+        p.error("--out is required")
+    runs = [r.strip() for r in args.runs.split(",")]
+    unknown = [r for r in runs if r not in RUNS]
+    if unknown:
+        p.error(f"unknown --runs {unknown}; choose from {list(RUNS)}")
+    stacks = [s.strip() for s in args.stacks.split(",")]
+    if set(stacks) - {"keras", "peer"}:
+        p.error(f"--stacks: expected keras and/or peer, got {stacks}")
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+
+    # The readers import Keras; PyTorch starts faster than TensorFlow, Keras' default. The
+    # train/encode commands get --backend, and the peer runs on PyTorch anyway.
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    runs_dir = pathlib.Path(args.runs_dir or tempfile.mkdtemp(prefix="keras-cosent-losses-"))
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    splits = load_splits("sts-benchmark")
+    first, second, scores = (c[: args.train_limit] for c in splits["train"])
+    test = splits["test"]
+    # Each distinct test sentence once, one per line, as `keras-cosent encode` reads them.
+    sentences = list(dict.fromkeys(test[0] + test[1]))
+    sentences_file = runs_dir / "sts-test-sentences.txt"
+    sentences_file.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    _, paths = split_paths("sts-benchmark")
+    limit_tag = "" if args.train_limit is None else f"-limit{args.train_limit}"
+    row_files = {}
+    for layout in dict.fromkeys(RUNS[r]["rows"] for r in runs):
+        name = f"{layout}{limit_tag}" + (f"-dataseed{args.data_seed}" if layout == "triplets" else "")
+        rows = build_rows(layout, first, second, scores, args.data_seed)
+        row_files[layout] = (runs_dir / f"{name}.jsonl", len(rows))
+        write_rows(row_files[layout][0], layout, rows)
+
+    settings = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
+                "warmup": args.warmup, "weight_decay": args.weight_decay,
+                "max_length": args.max_length}
+    common = {"schema": harness.SCHEMA, "suite": "losses", "round": 1, "toggles": {},
+              "pieces": {}, "machine": harness.machine(), "versions": harness.versions(),
+              "git": harness.git_state()}
+    lines = []
+
+    def record(name, stack, seed, figures, **extra):
+        layout = RUNS[name]["rows"]
+        config = dict(settings, data="sts-benchmark", model="all-MiniLM-L6-v2", run=name,
+                      rows=layout, row_count=row_files[layout][1],
+                      train_limit=args.train_limit, positive_at_least=POSITIVE_AT_LEAST,
+                      data_seed=args.data_seed if layout == "triplets" else None)
+        line = dict(common, stack=stack, run=name, seed=seed, config=config,
+                    figures={k: round(v, 4) for k, v in figures.items()}, **extra,
+                    load_average_after=[round(x, 2) for x in os.getloadavg()],
+                    timestamp=datetime.datetime.now(datetime.timezone.utc).isoformat())
+        lines.append(line)
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+        print(json.dumps({k: line[k] for k in ("run", "stack", "seed", "figures")}),
+              file=sys.stderr, flush=True)
+
+    with open(runs_dir / "losses.log", "a", encoding="utf-8") as log:
+        for seed in seeds:
+            for name in runs:
+                spec = RUNS[name]
+                rows_file = row_files[spec["rows"]][0]
+                tag = f"{name}{limit_tag}-e{args.epochs}-b{args.batch_size}-s{seed}"
+                if "keras" in stacks:
+                    output = runs_dir / f"keras-{args.backend}-{tag}"
+                    reused = (output / "results.json").is_file()
+                    cmd = [sys.executable, "-m", "recipes", "train", "--backend", args.backend,
+                           *spec["keras"], "--train", rows_file, "--format", "jsonl",
+                           *column_args(spec["rows"]), "--test", paths["test"],
+                           "--eval-format", "sts-benchmark", "--epochs", args.epochs,
+                           "--batch-size", args.batch_size, "--lr", args.lr,
+                           "--warmup", args.warmup, "--weight-decay", args.weight_decay,
+                           "--max-length", args.max_length, "--seed", seed, "--output", output]
+                    _, seconds = run(cmd, log)
+                    embeddings = runs_dir / f"keras-{args.backend}-{tag}-test.npy"
+                    run([sys.executable, "-m", "recipes", "encode", "--backend", args.backend,
+                         output, sentences_file, "-o", embeddings, "--batch-size", 64,
+                         "--max-length", args.max_length], log)
+                    with open(output / "results.json", encoding="utf-8") as f:
+                        own = json.load(f)["test"]["spearman"]
+                    figures = sts_spearman(np.load(embeddings), sentences, *test, spec["dims"])
+                    figures.update(wall_seconds=round(seconds, 1), own_test_spearman=own)
+                    record(name, f"keras-{args.backend}", seed, figures, reused=reused,
+                           command=" ".join(map(str, cmd)))
+                if "peer" in stacks:
+                    embeddings = runs_dir / f"peer-{tag}-test.npy"
+                    cmd = [sys.executable, REPO_ROOT / "bench" / "peer_losses.py",
+                           "--loss", name, "--train", rows_file, *column_args(spec["rows"]),
+                           "--sentences", sentences_file, "--embeddings-out", embeddings,
+                           "--epochs", args.epochs, "--batch-size", args.batch_size,
+                           "--lr", args.lr, "--warmup", args.warmup,
+                           "--weight-decay", args.weight_decay,
+                           "--max-length", args.max_length, "--seed", seed]
+                    stdout, seconds = run(cmd, log)
+                    result = json.loads(stdout.strip().splitlines()[-1])
+                    figures = sts_spearman(np.load(embeddings), sentences, *test, spec["dims"])
+                    figures.update(wall_seconds=round(seconds, 1),
+                                   train_seconds=result["train_seconds"])
+                    record(name, "peer", seed, figures, steps=result["steps"],
+                           command=" ".join(map(str, cmd)))
+    print(summarize(lines))
+
+
+if __name__ == "__main__":
+    main()
