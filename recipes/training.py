@@ -196,6 +196,7 @@ def train_encoder(config, directory, env, backup_dir):
             temperature=config["temperature"],
             margin=config.get("margin"),
             matryoshka_dims=matryoshka_dims,
+            mini_batch_size=config.get("mini_batch_size"),
         )
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)

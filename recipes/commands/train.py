@@ -165,6 +165,13 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "the first d coordinates (re-normalised) for each d, summed (Matryoshka), so "
               "that encode/export --truncate-dim d keep quality. Each at most the model's "
               "embedding dimension.")
+@click.option("--mini-batch-size", type=click.IntRange(min=1), default=None,
+              show_default="none (each batch in one pass)",
+              help="Embed each --batch-size batch this many rows at a time, caching the "
+              "loss's gradient with respect to the embeddings (GradCache): the loss and "
+              "gradients of the whole batch, with the activation memory of this many rows, "
+              "for a second forward pass. Batches are padded, not packed. Not for "
+              "sbert-softmax.")
 @click.option("--collapse-guard", is_flag=True, default=False, show_default=True,
               help="When the dev Spearman falls more than --guard-min-delta below the best so "
               "far (the score before training included), restore the best weights and multiply "
@@ -335,6 +342,9 @@ def build_config(backend, options, tuning=True):
     else:
         for name in ("collapse_guard", *GUARD_DEFAULTS):
             config.pop(name, None)
+    # Likewise a run without cached batches records no `mini_batch_size`.
+    if config.get("mini_batch_size") is None:
+        config.pop("mini_batch_size", None)
     for key in ("train", "dev", "test", "output"):
         if config[key] is not None:
             config[key] = os.path.abspath(config[key])

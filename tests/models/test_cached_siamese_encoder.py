@@ -81,16 +81,28 @@ def assert_same_step(cached, reference, before):
     assert moved > 1e-3  # the step did something to compare
 
 
+def matryoshka_joint_loss():
+    # InfoNCE with a hard negative (3 columns), under Matryoshka, beside plain
+    # InfoNCE in a JointLoss (which logs each term): one compile on JAX for all.
+    return JointLoss(
+        [MatryoshkaLoss(InfoNCELoss(temperature=0.1), dims=(16, 8, 4)), InfoNCELoss()],
+        weights=[1.0, 0.5], names=["matryoshka", "infonce"],
+    )
+
+
 LOSSES = {
+    "matryoshka-infonce-hard-negatives": (3, matryoshka_joint_loss),
     "cosent": (2, lambda: CoSENTLoss()),
-    "infonce-hard-negatives": (3, lambda: InfoNCELoss(temperature=0.1)),
-    "matryoshka": (2, lambda: MatryoshkaLoss(InfoNCELoss(temperature=0.1), dims=(16, 8, 4))),
-    "joint": (2, lambda: JointLoss([InfoNCELoss(), CoSENTLoss()], weights=[1.0, 0.5],
-                                   names=["infonce", "cosent"])),
+    "infonce": (2, lambda: InfoNCELoss(temperature=0.1)),
 }
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("name", [
+    "matryoshka-infonce-hard-negatives",
+    # The default one covers these; about a minute each on JAX (2 cores).
+    pytest.param("cosent", marks=pytest.mark.slow),
+    pytest.param("infonce", marks=pytest.mark.slow),
+])
 def test_step_equals_the_uncached_step_without_dropout(name):
     columns, make_loss = LOSSES[name]
     x, y = batch(columns)
@@ -99,8 +111,8 @@ def test_step_equals_the_uncached_step_without_dropout(name):
     reference = one_step(SiameseEncoder(make_tiny_encoder(num_layers=1, seed=0)), make_loss(), x, y)
     cached = one_step(CachedSiameseEncoder(encoder, mini_batch_size=MINI), make_loss(), x, y)
     assert_same_step(cached, reference, before)
-    if name == "joint":
-        assert {"loss_infonce", "loss_cosent"} <= set(cached[0])
+    if name.startswith("matryoshka"):
+        assert {"loss_matryoshka", "loss_infonce"} <= set(cached[0])
 
 
 def test_dropout_masks_are_replayed():
@@ -115,12 +127,12 @@ def test_dropout_masks_are_replayed():
     cached = one_step(CachedSiameseEncoder(encoder, mini_batch_size=MINI), loss, x, y)
     assert_same_step(cached, reference, before)
 
-    # Dropout is on: other masks (another global seed) give another step, so
-    # the equality above holds only because the second pass drew the first's.
-    other = one_step(
-        MiniBatchedSiameseEncoder(make_tiny_encoder(num_layers=1, seed=0, dropout=0.3), MINI),
-        loss, x, y, seed=8,
-    )
+    # Dropout is on: other masks (other seed-generator states on TensorFlow and
+    # JAX, another global seed on PyTorch) on the same weights give another
+    # loss, so the equality above holds only because the masks were replayed.
+    other_encoder = make_tiny_encoder(num_layers=1, seed=1, dropout=0.3)
+    other_encoder.set_weights(make_tiny_encoder(num_layers=1, seed=0, dropout=0.3).get_weights())
+    other = one_step(MiniBatchedSiameseEncoder(other_encoder, MINI), loss, x, y, seed=8)
     assert not np.allclose(other[0]["loss"], reference[0]["loss"], rtol=1e-4)
 
 
