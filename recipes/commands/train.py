@@ -289,6 +289,11 @@ def check_combinations(ctx, options):
             raise click.BadParameter(
                 f"--recipe {options['recipe']} needs {flags}", param_hint=flags
             )
+    if options.get("mini_batch_size") is not None and "sbert-softmax" in str(options["loss"]):
+        raise click.BadParameter(
+            "caches the gradient of a loss on the embeddings; --loss sbert-softmax trains a "
+            "classifier head on them", param_hint="--mini-batch-size",
+        )
     # --dev, or the demo dev set that comes with the demo training set.
     has_dev = options["dev"] is not None or (
         options["train"] is None and options["train_retrieval"] is None)
