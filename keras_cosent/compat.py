@@ -2,14 +2,15 @@
 
 Keras and keras-hub keep no promise about names outside their public API, and a
 few things keras-cosent does have no public spelling: walking a model's nested
-layers, reading and setting an attention layer's dropout rate, reading keras-hub's
-feed-forward layer and its preset file helpers, replacing the TensorFlow backend's
-dropout and `PyDataset` adapter, turning off Keras' per-replica loss scaling
-while a loss over a gathered global batch is computed, and reading TensorFlow's graph context and op
-registry. Each is reached through one function here, so that an upgrade that
-renames one breaks in this file, with `PrivateAPIError` naming the symbol, the
-installed version and the version it was written against, rather than with an
-`AttributeError` deep inside a training run.
+layers, reading and setting an attention layer's dropout rate, reading a compiled
+model's loss tracker, reading keras-hub's feed-forward layer and its preset file
+helpers, replacing the TensorFlow backend's dropout and `PyDataset` adapter,
+turning off Keras' per-replica loss scaling while a loss over a gathered global
+batch is computed, and reading TensorFlow's graph context and op registry. Each
+is reached through one function here, so that an upgrade that renames one breaks
+in this file, with `PrivateAPIError` naming the symbol, the installed version and
+the version it was written against, rather than with an `AttributeError` deep
+inside a training run.
 
 `check_private_api()` tries every symbol the current backend uses and returns the
 ones that are gone; `tests/test_compat.py` fails with that list.
@@ -87,6 +88,18 @@ def optimizer_learning_rate(optimizer):
     The public `learning_rate` property gives only the current value.
     """
     return _attribute("keras", optimizer, "_learning_rate", "keras.optimizers.Optimizer")
+
+
+def loss_tracker(model):
+    """The `Mean` metric a compiled model logs as `loss` (`Trainer._loss_tracker`).
+
+    A custom `train_step` that computes the loss itself must update it, as
+    Keras' own steps do.
+    """
+    tracker = _attribute("keras", model, "_loss_tracker", "keras.Model")
+    if tracker is None:
+        raise ValueError("The model is not compiled: it has no loss tracker. Call `compile` first.")
+    return tracker
 
 
 def distribute_strategy(model):
@@ -210,6 +223,10 @@ def _check_keras():
     attention = keras.layers.MultiHeadAttention(num_heads=1, key_dim=2, dropout=0.1)
     if attention_dropout(attention) != 0.1:
         raise _missing("keras", "keras.layers.MultiHeadAttention._dropout (the rate)")
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(loss="mse")
+    if getattr(model, "_loss_tracker", None) is None:
+        raise _missing("keras", "keras.Model._loss_tracker (the `loss` Mean)")
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
     if optimizer_learning_rate(keras.optimizers.SGD(schedule)) is not schedule:
         raise _missing("keras", "keras.optimizers.Optimizer._learning_rate (the schedule)")

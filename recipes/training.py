@@ -208,6 +208,7 @@ def _train_encoder(config, directory, env, backup_dir):
             margin=config.get("margin"),
             matryoshka_dims=matryoshka_dims,
             devices=config.get("devices", 1),
+            mini_batch_size=config.get("mini_batch_size"),
         )
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)

@@ -5,7 +5,8 @@ function, so they train the same way: the objective's loss and data layout
 (`keras_cosent.training.OBJECTIVES`), batches packed into shared rows where the
 backbone allows, AdamW with BERT's no-decay list (PyTorch's fused kernel on the
 torch backend), and a linear warm-up then linear decay over the whole run.
-With `matryoshka_dims`, the objective's loss is wrapped in `MatryoshkaLoss`.
+With `matryoshka_dims`, the objective's loss is wrapped in `MatryoshkaLoss`;
+with `mini_batch_size`, the model is a `CachedSiameseEncoder` (GradCache).
 """
 
 import collections
@@ -16,6 +17,8 @@ from keras_cosent import distributed
 from keras_cosent.data.pair_batches import PairBatches
 from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.models.cached_siamese_encoder import CachedSiameseEncoder
+from keras_cosent.models.cached_siamese_encoder import check_mini_batch_size
 from keras_cosent.models.sequence_packing import supports_packing
 from keras_cosent.models.siamese_encoder import SiameseEncoder
 from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
@@ -60,6 +63,7 @@ def build(
     data_format=None,
     matryoshka_dims=None,
     devices=None,
+    mini_batch_size=None,
     **loss_options,
 ):
     """Builds the model, batches and optimizer that train `encoder` on `dataset`.
@@ -102,6 +106,13 @@ def build(
             all of them (`keras_cosent.distributed`), `batch_size` must be a
             multiple of the device count, the last partial batch of an epoch
             is dropped and batches are padded, not packed.
+        mini_batch_size: `None`, or a positive int `m`: each step embeds its
+            `batch_size` rows `m` at a time, keeping the activations of `m`
+            rows only, for the loss and gradients of the whole batch
+            (`keras_cosent.models.CachedSiameseEncoder`, GradCache): large
+            in-batch-negative batches at the memory of small ones, for a
+            second forward pass. Batches are then padded, not packed. Not for
+            objectives that train a head (`sbert-softmax`).
         **loss_options: the objective's loss options, e.g. `scale=20.0`
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
             SupCon) or `margin=0.5` (triplet, margin ranking).
@@ -161,6 +172,19 @@ def build(
             f"`batch_size`={batch_size} does not split over {replicas} devices; use a "
             f"multiple of {replicas}."
         )
+    if mini_batch_size is not None:
+        mini_batch_size = check_mini_batch_size(mini_batch_size)
+        if objective.wrap_model is not None:
+            raise ValueError(
+                f"`mini_batch_size` caches the gradient of a loss on the embeddings, and "
+                f"objective {objective.name!r} trains a head on them. Received: "
+                f"`mini_batch_size`={mini_batch_size!r}"
+            )
+    if mini_batch_size is not None and replicas > 1:
+        raise ValueError(
+            f"`mini_batch_size`={mini_batch_size} with {replicas} devices is not supported "
+            "yet (the cached step does not gather the global batch); use one or the other."
+        )
     dataset = objective.prepare(dataset, data_format)
     if objective.check_batching is not None:
         objective.check_batching(objective, dataset, batch_size)
@@ -170,7 +194,10 @@ def build(
     loss = objective.make_loss(loss_options, dataset, data_format)
     if matryoshka_dims is not None:
         loss = MatryoshkaLoss(loss, dims=matryoshka_dims)
-    model = SiameseEncoder(encoder)
+    if mini_batch_size is None:
+        model = SiameseEncoder(encoder)
+    else:
+        model = CachedSiameseEncoder(encoder, mini_batch_size)
     if objective.wrap_model is not None:
         model = objective.wrap_model(model, loss)
 
@@ -183,8 +210,10 @@ def build(
         shuffle=shuffle,
         label_mode=objective.label_mode,
         unique_texts=objective.unique_texts,
-        # Packed rows cannot be split over devices by rows of the batch.
-        packing=bool(packing) and replicas == 1 and supports_packing(encoder.backbone),
+        # Packed rows cannot be split over devices, nor into mini-batches, by rows
+        # of the batch: a packed row mixes sentences of several batch rows.
+        packing=(bool(packing) and replicas == 1 and mini_batch_size is None
+                 and supports_packing(encoder.backbone)),
         drop_remainder=replicas > 1,
     )
     total_steps = len(batches) * int(epochs)

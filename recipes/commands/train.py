@@ -167,6 +167,13 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "the first d coordinates (re-normalised) for each d, summed (Matryoshka), so "
               "that encode/export --truncate-dim d keep quality. Each at most the model's "
               "embedding dimension.")
+@click.option("--mini-batch-size", type=click.IntRange(min=1), default=None,
+              show_default="none (each batch in one pass)",
+              help="Embed each --batch-size batch this many rows at a time, caching the "
+              "loss's gradient with respect to the embeddings (GradCache): the loss and "
+              "gradients of the whole batch, with the activation memory of this many rows, "
+              "for a second forward pass. Batches are padded, not packed. Not for "
+              "sbert-softmax.")
 @click.option("--collapse-guard", is_flag=True, default=False, show_default=True,
               help="When the dev Spearman falls more than --guard-min-delta below the best so "
               "far (the score before training included), restore the best weights and multiply "
@@ -301,6 +308,17 @@ def check_combinations(ctx, options):
             raise click.BadParameter(
                 f"--recipe {options['recipe']} needs {flags}", param_hint=flags
             )
+    if options.get("mini_batch_size") is not None and "sbert-softmax" in str(options["loss"]):
+        raise click.BadParameter(
+            "caches the gradient of a loss on the embeddings; --loss sbert-softmax trains a "
+            "classifier head on them", param_hint="--mini-batch-size",
+        )
+    if options.get("mini_batch_size") is not None and (options.get("devices") or 1) > 1:
+        raise click.BadParameter(
+            f"cannot yet be combined with --devices {options['devices']} (the cached step "
+            "does not gather the global batch); use one or the other",
+            param_hint="--mini-batch-size",
+        )
     # --dev, or the demo dev set that comes with the demo training set.
     has_dev = options["dev"] is not None or (
         options["train"] is None and options["train_retrieval"] is None)
@@ -367,6 +385,9 @@ def build_config(backend, options, tuning=True):
     # One device records no `devices`, keeping the identity of earlier runs.
     if config.get("devices") == 1:
         config.pop("devices")
+    # Likewise a run without cached batches records no `mini_batch_size`.
+    if config.get("mini_batch_size") is None:
+        config.pop("mini_batch_size", None)
     for key in ("train", "dev", "test", "output"):
         if config[key] is not None:
             config[key] = os.path.abspath(config[key])

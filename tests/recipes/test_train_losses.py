@@ -147,3 +147,30 @@ def test_a_bad_joint_loss_is_one_line_naming_the_term(cli, small_train, tmp_path
     result = cli("train", "--train", small_train, "--loss", "infonce:1,cosent:zero",
                  "--output", tmp_path / "run")
     assert_one_line_error(result, "'zero'")
+
+
+def test_mini_batch_size_trains_cached_batches_recorded_and_replayed(
+        cli, tiny_checkpoint, small_train, tmp_path, monkeypatch):
+    import keras_cosent.training.builder as builder
+
+    models = []
+    real_build = builder.build
+
+    def recording_build(*args, **kwargs):
+        setup = real_build(*args, **kwargs)
+        models.append(setup.model)
+        return setup
+
+    monkeypatch.setattr("recipes.training.build", recording_build)
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+                 "--loss", "infonce", "--batch-size", 8, "--max-length", 16,
+                 "--mini-batch-size", 3, "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert type(models[0]).__name__ == "CachedSiameseEncoder"
+    assert models[0].mini_batch_size == 3
+    record = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert record["config"]["mini_batch_size"] == 3
+    words = shlex.split(record["command"])
+    assert words[words.index("--mini-batch-size") + 1] == "3"
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert np.isfinite(metrics[0]["loss"])

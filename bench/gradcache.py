@@ -1,0 +1,137 @@
+"""Cached (GradCache) against uncached InfoNCE steps: peak memory and seconds per batch.
+
+For each effective batch size B, one fresh process (so that its peak RSS is that
+configuration's alone) loads the packaged all-MiniLM-L6-v2, builds the InfoNCE
+training set-up with `keras_cosent.training.build` on STS-B train pairs (all
+pairs as (anchor, positive) rows, file order, padded batches, max length 64)
+and times `--steps` optimizer steps of B rows: cached with `mini_batch_size=m`
+(`keras_cosent.models.CachedSiameseEncoder`) and, up to `--max-uncached` rows,
+uncached (`SiameseEncoder`, the same padded batches). Both use the same AdamW
+as `keras-cosent train`.
+
+    python -m bench tool gradcache --backend torch --sizes 256,1024,4096 \\
+        --mini-batch-size 32 --out bench/results/gradcache.jsonl
+
+Prints one JSON line per run (also appended to `--out`) and a Markdown table.
+Columns: `rss_model_mib` (after loading and building, before any step),
+`peak_rss_mib` (the process's peak at the end), `seconds` (the fastest of the
+timed steps (two at B <= 256, one above); the first step is timed too, with no separate
+warm-up, since PyTorch's eager steps do not compile).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def worker(args):
+    import numpy as np
+
+    from bench.common import minilm_path
+    from bench.common import peak_rss_mib
+    from bench.common import read_sts_pairs
+    import keras
+
+    import keras_cosent
+    from keras_cosent import runtime
+
+    runtime.enable()
+    keras.utils.set_random_seed(0)
+    s1, s2, _ = read_sts_pairs("train")
+    rows = args.rows * args.steps
+    data = keras_cosent.data.PairDataset([list(s1[:rows]), list(s2[:rows])], None,
+                                         source="sts-train")
+    encoder = keras_cosent.models.SentenceEncoder.from_checkpoint(
+        minilm_path(), pooling="mean", max_length=64)
+    setup = keras_cosent.training.build(
+        encoder, data, "infonce", batch_size=args.rows, epochs=1, shuffle=False,
+        packing=False, mini_batch_size=args.mini_batch_size,
+    )
+    rss_model = peak_rss_mib()
+    seconds = []
+    for step in range(args.steps):
+        x, y = setup.batches[step]
+        start = time.perf_counter()
+        logs = setup.model.train_on_batch(x, y, return_dict=True)
+        float(logs["loss"])
+        seconds.append(time.perf_counter() - start)
+    record = {
+        "backend": keras.backend.backend(), "rows": args.rows,
+        "mini_batch_size": args.mini_batch_size, "columns": int(x["token_ids"].shape[1]),
+        "seq": int(x["token_ids"].shape[2]), "steps": args.steps,
+        "seconds": round(min(seconds), 2), "all_seconds": [round(s, 2) for s in seconds],
+        "loss": float(logs["loss"]), "rss_model_mib": round(rss_model),
+        "peak_rss_mib": round(peak_rss_mib()), "finite": bool(np.isfinite(logs["loss"])),
+    }
+    print("RESULT " + json.dumps(record), flush=True)
+
+
+def run(args):
+    mini_batch_size = args.mini_batch_size or 32
+    configs = []
+    for rows in args.sizes:
+        configs.append((rows, mini_batch_size))
+        if rows <= args.max_uncached:
+            configs.append((rows, None))
+    records = []
+    for rows, mini in configs:
+        steps = args.steps if rows <= 256 else 1
+        command = [sys.executable, "-m", "bench.gradcache", "--worker", "--rows", str(rows),
+                   "--steps", str(steps)]
+        if mini is not None:
+            command += ["--mini-batch-size", str(mini)]
+        env = dict(os.environ, KERAS_BACKEND=args.backend)
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
+        if done.returncode != 0 or not lines:
+            record = {"backend": args.backend, "rows": rows, "mini_batch_size": mini,
+                      "error": f"exit {done.returncode}: {done.stderr.strip()[-300:]}"}
+        else:
+            record = json.loads(lines[-1][len("RESULT "):])
+        print(json.dumps(record), flush=True)
+        records.append(record)
+        if args.out:
+            with open(args.out, "a") as out:
+                out.write(json.dumps(record) + "\n")
+    print(table(records))
+
+
+def table(records):
+    lines = ["| B | step | tokens/row x cols | s / batch | peak RSS MiB | RSS before step MiB |",
+             "|---:|:---|---:|---:|---:|---:|"]
+    for r in records:
+        step = "uncached" if r["mini_batch_size"] is None else f"cached, m={r['mini_batch_size']}"
+        if "error" in r:
+            lines.append(f"| {r['rows']} | {step} | | failed: {r['error'][:80]} | | |")
+            continue
+        lines.append(f"| {r['rows']} | {step} | {r['seq']} x {r['columns']} | {r['seconds']} "
+                     f"| {r['peak_rss_mib']} | {r['rss_model_mib']} |")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(prog="python -m bench tool gradcache")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--backend", default="torch", choices=("torch", "jax", "tensorflow"))
+    p.add_argument("--sizes", default="256,1024,4096",
+                   type=lambda s: [int(v) for v in s.split(",")])
+    p.add_argument("--mini-batch-size", type=int, default=None, help="m (default 32)")
+    p.add_argument("--max-uncached", type=int, default=1024,
+                   help="largest B run uncached (24 GiB machine: 1024)")
+    p.add_argument("--steps", type=int, default=2, help="timed steps per run (B > 256: 1)")
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    if args.worker:
+        worker(args)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()
