@@ -196,6 +196,9 @@ def train_encoder(config, directory, env, backup_dir):
             temperature=config["temperature"],
             margin=config.get("margin"),
             matryoshka_dims=matryoshka_dims,
+            queue_size=config.get("queue_size"),
+            momentum=config.get("momentum"),
+            word_repetition=config.get("word_repetition"),
         )
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)

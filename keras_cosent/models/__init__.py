@@ -2,7 +2,8 @@
 
 `SentenceEncoder` embeds one column of sentences (its `SentencePreprocessor`
 turns raw text into the token arrays it takes); `SiameseEncoder` runs it over
-every column of a pair/triplet batch for training. `default_checkpoint()` is the
+every column of a pair/triplet batch for training (`MomentumContrastModel` adds
+MoCo's queue of momentum-encoder negatives). `default_checkpoint()` is the
 packaged all-MiniLM-L6-v2 folder; `load_encoder(model)` reads
 a `.keras` file, a run directory, a checkpoint folder or a preset name. `HFBertTokenizer` (loaded on first use,
 as it imports keras-hub) lowercases like Hugging Face's BERT tokenizer.
@@ -10,6 +11,7 @@ as it imports keras-hub) lowercases like Hugging Face's BERT tokenizer.
 
 from keras_cosent.models.checkpoints import default_checkpoint
 from keras_cosent.models.encoder_loading import load_encoder
+from keras_cosent.models.momentum_contrast_model import MomentumContrastModel
 from keras_cosent.models.sentence_encoder import SentenceEncoder
 from keras_cosent.models.sentence_preprocessor import SentencePreprocessor
 from keras_cosent.models.siamese_encoder import SiameseEncoder

@@ -5,7 +5,10 @@ function, so they train the same way: the objective's loss and data layout
 (`keras_cosent.training.OBJECTIVES`), batches packed into shared rows where the
 backbone allows, AdamW with BERT's no-decay list (PyTorch's fused kernel on the
 torch backend), and a linear warm-up then linear decay over the whole run.
-With `matryoshka_dims`, the objective's loss is wrapped in `MatryoshkaLoss`.
+With `matryoshka_dims`, the objective's loss is wrapped in `MatryoshkaLoss`;
+with `queue_size`, InfoNCE also contrasts against a queue of momentum-encoder
+embeddings (`MomentumContrastModel`); with `word_repetition`, the positives'
+tokens are partly duplicated (ESimCSE).
 """
 
 import collections
@@ -15,6 +18,11 @@ import numpy as np
 from keras_cosent.data.pair_batches import PairBatches
 from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.losses.infonce_loss import InfoNCELoss
+from keras_cosent.models.momentum_contrast_model import ESIMCSE_MOMENTUM
+from keras_cosent.models.momentum_contrast_model import MomentumContrastModel
+from keras_cosent.models.momentum_contrast_model import check_momentum
+from keras_cosent.models.momentum_contrast_model import check_queue_size
 from keras_cosent.models.sequence_packing import supports_packing
 from keras_cosent.models.siamese_encoder import SiameseEncoder
 from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
@@ -58,6 +66,9 @@ def build(
     packing=True,
     data_format=None,
     matryoshka_dims=None,
+    queue_size=None,
+    momentum=None,
+    word_repetition=None,
     **loss_options,
 ):
     """Builds the model, batches and optimizer that train `encoder` on `dataset`.
@@ -93,6 +104,19 @@ def build(
             for each `d` (`keras_cosent.losses.MatryoshkaLoss`), so that
             truncated embeddings (`encode(..., truncate_dim=d)`) work too.
             Not for objectives that train a head (`sbert-softmax`).
+        queue_size: `None`, or an int >= 1: InfoNCE (`"infonce"`, `"simcse"`)
+            also takes the last `queue_size` positives, embedded by a momentum
+            encoder, as negatives (MoCo, ESimCSE:
+            `keras_cosent.models.MomentumContrastModel`; the model is then
+            one, its queue and momentum weights saved with it). ESimCSE uses
+            2.5 batches (160 at batch size 64).
+        momentum: the momentum encoder's EMA coefficient in [0, 1), with
+            `queue_size` only; `None`: ESimCSE's 0.995.
+        word_repetition: `None`, or ESimCSE's duplication rate in [0, 1]
+            (0.32 in the paper): each batch's column-1 texts (the positives)
+            get a random subset of their tokens duplicated in place
+            (`keras_cosent.data.word_repetition`), so that with `"simcse"`
+            the two views of a sentence differ in length.
         **loss_options: the objective's loss options, e.g. `scale=20.0`
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
             SupCon) or `margin=0.5` (triplet, margin ranking).
@@ -140,6 +164,21 @@ def build(
                 f"{objective.name!r} trains a head on them. Received: "
                 f"`matryoshka_dims`={matryoshka_dims!r}"
             )
+    if queue_size is not None:
+        queue_size = check_queue_size(queue_size)
+        momentum = ESIMCSE_MOMENTUM if momentum is None else check_momentum(momentum)
+        if not issubclass(objective.loss, InfoNCELoss) or matryoshka_dims is not None:
+            raise ValueError(
+                f"`queue_size` adds negatives to InfoNCE (objectives 'infonce' and 'simcse', "
+                f"without `matryoshka_dims`); objective {objective.name!r}"
+                f"{' with matryoshka_dims' if matryoshka_dims is not None else ''} has no "
+                f"place for them. Received: `queue_size`={queue_size}"
+            )
+    elif momentum is not None:
+        raise ValueError(
+            f"`momentum` drives the momentum encoder of the negative queue; give "
+            f"`queue_size` too. Received: `momentum`={momentum!r}, `queue_size`=None"
+        )
     dataset = objective.prepare(dataset, data_format)
     if objective.check_batching is not None:
         objective.check_batching(objective, dataset, batch_size)
@@ -149,7 +188,10 @@ def build(
     loss = objective.make_loss(loss_options, dataset, data_format)
     if matryoshka_dims is not None:
         loss = MatryoshkaLoss(loss, dims=matryoshka_dims)
-    model = SiameseEncoder(encoder)
+    if queue_size is not None:
+        model = MomentumContrastModel(encoder, queue_size, momentum=momentum)
+    else:
+        model = SiameseEncoder(encoder)
     if objective.wrap_model is not None:
         model = objective.wrap_model(model, loss)
 
@@ -163,6 +205,10 @@ def build(
         label_mode=objective.label_mode,
         unique_texts=objective.unique_texts,
         packing=bool(packing) and supports_packing(encoder.backbone),
+        word_repetition=word_repetition,
+        # A repeated text may outgrow the tokenizer's length, not the backbone's.
+        max_length=(None if word_repetition is None
+                    else getattr(encoder.backbone, "max_sequence_length", None)),
     )
     total_steps = len(batches) * int(epochs)
     schedule = WarmupLinearDecay(
