@@ -18,6 +18,7 @@ every train step on every backend.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
@@ -136,8 +137,10 @@ class MomentumContrastModel(SiameseEncoder):
                 shape=variable.shape, dtype=variable.dtype, initializer="zeros",
                 trainable=False, autocast=False, name=f"momentum_{index}",
             )
-            # A copy: JAX would otherwise share (and donate twice) one buffer.
-            weight.assign(ops.copy(variable.value))
+            # A host copy: sharing the encoder variable's buffer makes JAX donate
+            # it twice, and lets TensorFlow's in-place sparse (embedding)
+            # updates write through to the momentum weights.
+            weight.assign(np.array(ops.convert_to_numpy(variable.value), copy=True))
             momentum_weights.append(weight)
         self.momentum_weights = momentum_weights
         self.queue = self.add_weight(

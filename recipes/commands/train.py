@@ -182,7 +182,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option("--word-repetition", type=click.FloatRange(min=0, max=1), default=None,
               show_default="none",
               help="ESimCSE's word repetition: duplicate a random subset of the tokens of each "
-              "positive (column 2) in place, at most max(2, rate x length) of them, so that "
+              "positive (the second text column) in place, at most max(2, rate x length) "
+              "of them, so that "
               "with --loss simcse the two views differ in length; the paper's rate is 0.32.")
 @click.option("--collapse-guard", is_flag=True, default=False, show_default=True,
               help="When the dev Spearman falls more than --guard-min-delta below the best so "

@@ -28,9 +28,12 @@ def _batch(batch, seed, length=6):
 
 def _model(queue_size=5, momentum=0.8, learning_rate=0.5):
     model = MomentumContrastModel(make_tiny_encoder(num_layers=1), queue_size, momentum=momentum)
-    # Plain SGD, large steps: the weights move visibly between steps.
+    # Plain SGD, large steps: the weights move visibly between steps. Eager, so
+    # that the small steps of these tests compile nothing (the docstring example
+    # and the resume test train compiled).
     model.compile(optimizer=keras.optimizers.SGD(learning_rate),
-                  loss=keras_cosent.losses.InfoNCELoss(mask_false_negatives=True))
+                  loss=keras_cosent.losses.InfoNCELoss(mask_false_negatives=True),
+                  run_eagerly=True)
     return model
 
 
@@ -175,6 +178,7 @@ def _state(model):
     return [_numpy(v) for v in model.weights]
 
 
+@pytest.mark.slow
 def test_an_interrupted_fit_resumes_with_its_queue_and_momentum_weights(tmp_path):
     setup, initial = _setup()
     assert isinstance(setup.model, MomentumContrastModel)
