@@ -209,6 +209,9 @@ def _train_encoder(config, directory, env, backup_dir):
             matryoshka_dims=matryoshka_dims,
             devices=config.get("devices", 1),
             mini_batch_size=config.get("mini_batch_size"),
+            queue_size=config.get("queue_size"),
+            momentum=config.get("momentum"),
+            word_repetition=config.get("word_repetition"),
         )
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)

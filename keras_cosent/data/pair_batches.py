@@ -19,10 +19,15 @@ from keras_cosent.data.padding import default_pad_to_multiple_of
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.data.padding import padded_length
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.data.word_repetition import check_repetition_rate
+from keras_cosent.data.word_repetition import max_repetitions
+from keras_cosent.data.word_repetition import word_repetition as repeat_words
 
 _LABEL_MODES = ("score", "group", "class")
 # Texts per `tokenize` call: bounds peak memory of the tokeniser on big corpora.
 _TOKENIZE_CHUNK = 4096
+# Seeds word repetition apart from the shuffle drawn from the same `seed` and epoch.
+_REPETITION_STREAM = 1
 
 
 class PairBatches(keras.utils.PyDataset):
@@ -94,6 +99,13 @@ class PairBatches(keras.utils.PyDataset):
         rows_multiple: with `packing`, round a batch's number of rows up to a
             multiple of this, so compiled train steps see few distinct shapes.
             None: 2 where `pad_to_multiple_of` > 1 (compiled backends), else 1.
+        word_repetition: None, or ESimCSE's duplication rate in [0, 1] (0.32
+            in the paper): the column-1 (positive) text of every row gets a
+            random subset of its tokens duplicated in place
+            (`keras_cosent.data.word_repetition`), drawn afresh for each row
+            and epoch from `seed`, so its two views differ in length. Capped
+            at `max_length` when that is set. `num_tokens` and
+            `padding_ratio` count the texts as tokenised, before repetition.
         **pydataset_kwargs: `workers`, `use_multiprocessing`,
             `max_queue_size` of `keras.utils.PyDataset`.
 
@@ -126,6 +138,7 @@ class PairBatches(keras.utils.PyDataset):
         drop_remainder=False,
         packing=False,
         rows_multiple=None,
+        word_repetition=None,
         **pydataset_kwargs,
     ):
         super().__init__(**pydataset_kwargs)
@@ -148,12 +161,19 @@ class PairBatches(keras.utils.PyDataset):
         self.drop_remainder = bool(drop_remainder)
         self.packing = packing
         self.rows_multiple = int(rows_multiple)
+        self.word_repetition = (
+            None if word_repetition is None else check_repetition_rate(word_repetition)
+        )
 
         self._tokenize_once(tokenize)
         # One row length for every epoch: a compiled train step keeps it static.
-        self.row_length = padded_length(
-            self._text_lengths.max(), self.pad_to_multiple_of, self.max_length
-        )
+        # With word repetition it holds the longest a repeated text can become.
+        longest = self._text_lengths.max()
+        if self.word_repetition is not None:
+            longest = max(
+                n + max_repetitions(n - 2, self.word_repetition) for n in self._text_lengths
+            )
+        self.row_length = padded_length(longest, self.pad_to_multiple_of, self.max_length)
         self._targets = self._batch_targets()
         num_rows = len(dataset)
         if self.drop_remainder:
@@ -243,14 +263,35 @@ class PairBatches(keras.utils.PyDataset):
         if not self.packing:
             # Packed batches have one row length and a batch axis Keras leaves
             # dynamic anyway.
-            self._vary_leading_lengths(batches)
+            self._vary_leading_lengths(batches, epoch)
         return batches
 
-    def _batch_length(self, rows):
-        """Padded length of the batch made of `rows`, as `__getitem__` pads it."""
-        return padded_length(self._row_lengths[rows].max(), self.pad_to_multiple_of, self.max_length)
+    def _batch_length(self, rows, epoch=None):
+        """Padded length of the batch made of `rows` in `epoch`, as `__getitem__` pads it."""
+        if self.word_repetition is None:
+            longest = self._row_lengths[rows].max()
+        else:
+            longest = max(len(s) for s in self._batch_sequences(rows, epoch))
+        return padded_length(longest, self.pad_to_multiple_of, self.max_length)
 
-    def _vary_leading_lengths(self, batches):
+    def _batch_sequences(self, rows, epoch=None):
+        """The token sequences of `rows`, row-major, column 1 repeated when asked."""
+        sequences = [self._tokens[t] for t in self._text_ids[rows].reshape(-1)]
+        if self.word_repetition is None:
+            return sequences
+        epoch = self._epoch if epoch is None else epoch
+        num_columns = self.dataset.num_columns
+        for i, row in enumerate(rows):
+            # One generator per row and epoch: what a row gets does not depend
+            # on the batch it lands in, nor on the batch order.
+            rng = np.random.default_rng([self.seed, int(epoch), int(row), _REPETITION_STREAM])
+            slot = i * num_columns + 1
+            sequences[slot] = repeat_words(
+                sequences[slot], self.word_repetition, rng, max_length=self.max_length
+            )
+        return sequences
+
+    def _vary_leading_lengths(self, batches, epoch):
         """Gives batches 0 and 1 different padded lengths whenever the epoch has several.
 
         On TensorFlow, Keras fixes the input signature of a PyDataset from its
@@ -260,11 +301,11 @@ class PairBatches(keras.utils.PyDataset):
         """
         if len(batches) < 3:
             return
-        first = self._batch_length(batches[0])
-        if self._batch_length(batches[1]) != first:
+        first = self._batch_length(batches[0], epoch)
+        if self._batch_length(batches[1], epoch) != first:
             return
         for j in range(2, len(batches)):
-            if self._batch_length(batches[j]) != first:
+            if self._batch_length(batches[j], epoch) != first:
                 batches[1], batches[j] = batches[j], batches[1]
                 return
 
@@ -334,7 +375,7 @@ class PairBatches(keras.utils.PyDataset):
             raise IndexError(f"batch index {index} out of range [0, {self._num_batches})")
         rows = self._batches[index]
         num_columns = self.dataset.num_columns
-        sequences = [self._tokens[t] for t in self._text_ids[rows].reshape(-1)]
+        sequences = self._batch_sequences(rows)
         if self.packing:
             x = pack_batch(sequences, self.row_length, self.pad_id, self.rows_multiple)
             for key in PER_SENTENCE_KEYS:

@@ -34,11 +34,14 @@ def _cross_entropy_rows(logits, own, excluded):
 
 
 def infonce_loss(
-    y_true, y_pred, temperature=0.05, symmetric=False, mask_false_negatives=False
+    y_true, y_pred, temperature=0.05, symmetric=False, mask_false_negatives=False,
+    queue=None, queue_mask=None,
 ):
     """InfoNCE loss of each anchor, float32 of shape `(batch,)`.
 
-    See `keras_cosent.losses.InfoNCELoss` for the arguments.
+    See `keras_cosent.losses.InfoNCELoss` for the arguments; `queue` (`(size,
+    dim)`) holds extra negatives shared by every anchor, `queue_mask`
+    (`(size,)`, nonzero where an entry is filled) says which count.
     """
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     _check_tuples(y_pred)
@@ -67,6 +70,21 @@ def infonce_loss(
     else:
         same_group = ops.zeros_like(own_square)
         excluded = ops.zeros_like(own)
+    if queue is not None:
+        # Appended after every in-batch candidate: never a row's own positive,
+        # never masked by group (the queue keeps no labels); empty slots out.
+        queue = l2_normalize(ops.cast(ops.convert_to_tensor(queue), "float32"))
+        logits = ops.concatenate(
+            [logits, ops.matmul(anchors, ops.transpose(queue)) / temperature], axis=1
+        )
+        size = ops.shape(queue)[0]
+        own = ops.concatenate([own, ops.zeros((batch, size), dtype="bool")], axis=1)
+        if queue_mask is None:
+            empty = ops.zeros((batch, size), dtype="bool")
+        else:
+            filled = ops.reshape(ops.convert_to_tensor(queue_mask), (1, -1))
+            empty = ops.broadcast_to(ops.logical_not(filled > 0), (batch, size))
+        excluded = ops.concatenate([excluded, empty], axis=1)
     loss = _cross_entropy_rows(logits, own, excluded)
     if symmetric:
         backward_logits = ops.matmul(positives, ops.transpose(anchors)) / temperature
@@ -107,6 +125,20 @@ class InfoNCELoss(keras.losses.Loss):
     With `mask_false_negatives=False` (the default) `y_true` is ignored and
     may be anything with a batch dimension, e.g. zeros.
 
+    Momentum-queue negatives (MoCo, ESimCSE): `y_pred` may also be a dict
+    `{"embeddings": (batch, 2 + k, dim), "queue": (size, dim), "queue_mask":
+    (size,)}`; every filled queue entry (`queue_mask` nonzero) is one more
+    negative of every anchor, added to the softmax denominator:
+
+    ```
+    loss_i = -log( exp(cos(a_i, p_i) / t) /
+                   (sum_c exp(cos(a_i, c) / t) + sum_q exp(cos(a_i, q) / t)) )
+    ```
+
+    The queue is not used by the `symmetric` backward direction and is never
+    masked by group. `keras_cosent.models.MomentumContrastModel` builds this
+    dict in its `compute_loss` from its queue of momentum-encoder embeddings.
+
     Unsupervised SimCSE (Gao et al. 2021) is this loss fed the same sentence
     in both columns, the two views differing only by the encoder's dropout:
     `keras_cosent.losses.InfoNCELoss(temperature=0.05)` on a
@@ -125,7 +157,8 @@ class InfoNCELoss(keras.losses.Loss):
             when `mask_false_negatives=True`.
         y_pred: embeddings of shape `(batch, 2 + k, dim)`: column 0 anchors,
             column 1 positives, columns 2.. hard negatives (`k >= 0`); they
-            need not be normalised.
+            need not be normalised. Or a dict of `embeddings` (that array),
+            `queue` and `queue_mask` (see above).
 
     Returns:
         Float32 losses of shape `(batch,)` before reduction.
@@ -169,12 +202,25 @@ class InfoNCELoss(keras.losses.Loss):
         )
 
     def call(self, y_true, y_pred):
+        queue = queue_mask = None
+        if isinstance(y_pred, dict):
+            missing = {"embeddings", "queue"} - set(y_pred)
+            if missing:
+                raise ValueError(
+                    "`InfoNCELoss` takes `y_pred` as an array or as a dict with "
+                    f"`embeddings`, `queue` and optional `queue_mask`; missing {sorted(missing)}. "
+                    f"Received keys {sorted(y_pred)}."
+                )
+            queue, queue_mask = y_pred["queue"], y_pred.get("queue_mask")
+            y_pred = y_pred["embeddings"]
         return infonce_loss(
             y_true,
             y_pred,
             temperature=self.temperature,
             symmetric=self.symmetric,
             mask_false_negatives=self.mask_false_negatives,
+            queue=queue,
+            queue_mask=queue_mask,
         )
 
     def get_config(self):

@@ -7,6 +7,9 @@ backbone allows, AdamW with BERT's no-decay list (PyTorch's fused kernel on the
 torch backend), and a linear warm-up then linear decay over the whole run.
 With `matryoshka_dims`, the objective's loss is wrapped in `MatryoshkaLoss`;
 with `mini_batch_size`, the model is a `CachedSiameseEncoder` (GradCache).
+with `queue_size`, InfoNCE also contrasts against a queue of momentum-encoder
+embeddings (`MomentumContrastModel`); with `word_repetition`, the positives'
+tokens are partly duplicated (ESimCSE).
 """
 
 import collections
@@ -19,6 +22,11 @@ from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
 from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.models.cached_siamese_encoder import CachedSiameseEncoder
 from keras_cosent.models.cached_siamese_encoder import check_mini_batch_size
+from keras_cosent.losses.infonce_loss import InfoNCELoss
+from keras_cosent.models.momentum_contrast_model import ESIMCSE_MOMENTUM
+from keras_cosent.models.momentum_contrast_model import MomentumContrastModel
+from keras_cosent.models.momentum_contrast_model import check_momentum
+from keras_cosent.models.momentum_contrast_model import check_queue_size
 from keras_cosent.models.sequence_packing import supports_packing
 from keras_cosent.models.siamese_encoder import SiameseEncoder
 from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
@@ -64,6 +72,9 @@ def build(
     matryoshka_dims=None,
     devices=None,
     mini_batch_size=None,
+    queue_size=None,
+    momentum=None,
+    word_repetition=None,
     **loss_options,
 ):
     """Builds the model, batches and optimizer that train `encoder` on `dataset`.
@@ -113,6 +124,19 @@ def build(
             in-batch-negative batches at the memory of small ones, for a
             second forward pass. Batches are then padded, not packed. Not for
             objectives that train a head (`sbert-softmax`).
+        queue_size: `None`, or an int >= 1: InfoNCE (`"infonce"`, `"simcse"`)
+            also takes the last `queue_size` positives, embedded by a momentum
+            encoder, as negatives (MoCo, ESimCSE:
+            `keras_cosent.models.MomentumContrastModel`; the model is then
+            one, its queue and momentum weights saved with it). ESimCSE uses
+            2.5 batches (160 at batch size 64).
+        momentum: the momentum encoder's EMA coefficient in [0, 1), with
+            `queue_size` only; `None`: ESimCSE's 0.995.
+        word_repetition: `None`, or ESimCSE's duplication rate in [0, 1]
+            (0.32 in the paper): each batch's column-1 texts (the positives)
+            get a random subset of their tokens duplicated in place
+            (`keras_cosent.data.word_repetition`), so that with `"simcse"`
+            the two views of a sentence differ in length.
         **loss_options: the objective's loss options, e.g. `scale=20.0`
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
             SupCon) or `margin=0.5` (triplet, margin ranking).
@@ -185,6 +209,27 @@ def build(
             f"`mini_batch_size`={mini_batch_size} with {replicas} devices is not supported "
             "yet (the cached step does not gather the global batch); use one or the other."
         )
+    if queue_size is not None:
+        queue_size = check_queue_size(queue_size)
+        momentum = ESIMCSE_MOMENTUM if momentum is None else check_momentum(momentum)
+        if not issubclass(objective.loss, InfoNCELoss) or matryoshka_dims is not None:
+            raise ValueError(
+                f"`queue_size` adds negatives to InfoNCE (objectives 'infonce' and 'simcse', "
+                f"without `matryoshka_dims`); objective {objective.name!r}"
+                f"{' with matryoshka_dims' if matryoshka_dims is not None else ''} has no "
+                f"place for them. Received: `queue_size`={queue_size}"
+            )
+        if mini_batch_size is not None or replicas > 1:
+            raise ValueError(
+                f"`queue_size`={queue_size} cannot yet be combined with "
+                f"{'`mini_batch_size`' if mini_batch_size is not None else f'{replicas} devices'}"
+                ": the momentum-queue step neither caches nor gathers the global batch."
+            )
+    elif momentum is not None:
+        raise ValueError(
+            f"`momentum` drives the momentum encoder of the negative queue; give "
+            f"`queue_size` too. Received: `momentum`={momentum!r}, `queue_size`=None"
+        )
     dataset = objective.prepare(dataset, data_format)
     if objective.check_batching is not None:
         objective.check_batching(objective, dataset, batch_size)
@@ -194,10 +239,12 @@ def build(
     loss = objective.make_loss(loss_options, dataset, data_format)
     if matryoshka_dims is not None:
         loss = MatryoshkaLoss(loss, dims=matryoshka_dims)
-    if mini_batch_size is None:
-        model = SiameseEncoder(encoder)
-    else:
+    if queue_size is not None:
+        model = MomentumContrastModel(encoder, queue_size, momentum=momentum)
+    elif mini_batch_size is not None:
         model = CachedSiameseEncoder(encoder, mini_batch_size)
+    else:
+        model = SiameseEncoder(encoder)
     if objective.wrap_model is not None:
         model = objective.wrap_model(model, loss)
 
@@ -215,6 +262,10 @@ def build(
         packing=(bool(packing) and replicas == 1 and mini_batch_size is None
                  and supports_packing(encoder.backbone)),
         drop_remainder=replicas > 1,
+        word_repetition=word_repetition,
+        # A repeated text may outgrow the tokenizer's length, not the backbone's.
+        max_length=(None if word_repetition is None
+                    else getattr(encoder.backbone, "max_sequence_length", None)),
     )
     total_steps = len(batches) * int(epochs)
     schedule = WarmupLinearDecay(

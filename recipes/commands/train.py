@@ -33,6 +33,11 @@ from recipes.run_directory import RunDirectory
 NOT_CONFIG = ("overwrite", "resume")
 # --collapse-guard and its settings, with the values they default to when it is on.
 GUARD_DEFAULTS = {"guard_min_delta": 0.01, "guard_factor": 0.5, "guard_patience": 2}
+# ESimCSE's options: recorded in config.json only when set, so that runs made
+# before they existed keep their configuration (and identity).
+ESIMCSE_OPTIONS = ("queue_size", "momentum", "word_repetition")
+# The objectives whose loss (InfoNCE) takes the momentum queue's negatives.
+QUEUE_LOSSES = ("infonce", "simcse")
 
 _RECIPE_WIDTH = max(len(name) for name in RECIPES)
 _RECIPE_LIST = "\n".join(
@@ -174,6 +179,21 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "gradients of the whole batch, with the activation memory of this many rows, "
               "for a second forward pass. Batches are padded, not packed. Not for "
               "sbert-softmax.")
+@click.option("--queue-size", type=click.IntRange(min=1), default=None, show_default="none",
+              help="Momentum-queue negatives (MoCo, ESimCSE): InfoNCE (--loss infonce or "
+              "simcse) also contrasts each anchor with the last N positives, embedded by a "
+              "momentum encoder (an EMA of the weights); ESimCSE uses 2.5 batches (160 at "
+              "batch 64).")
+@click.option("--momentum", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
+              show_default="0.995 (ESimCSE's) with --queue-size",
+              help="EMA coefficient of the momentum encoder: theta_m <- momentum * theta_m + "
+              "(1 - momentum) * theta every step (with --queue-size).")
+@click.option("--word-repetition", type=click.FloatRange(min=0, max=1), default=None,
+              show_default="none",
+              help="ESimCSE's word repetition: duplicate a random subset of the tokens of each "
+              "positive (the second text column) in place, at most max(2, rate x length) "
+              "of them, so that "
+              "with --loss simcse the two views differ in length; the paper's rate is 0.32.")
 @click.option("--collapse-guard", is_flag=True, default=False, show_default=True,
               help="When the dev Spearman falls more than --guard-min-delta below the best so "
               "far (the score before training included), restore the best weights and multiply "
@@ -328,6 +348,23 @@ def check_combinations(ctx, options):
             f"--{given[0].replace('_', '-')} {options[given[0]]} sets the collapse guard, "
             "which is off; add --collapse-guard", param_hint="--collapse-guard",
         )
+    if options.get("momentum") is not None and options.get("queue_size") is None:
+        raise click.BadParameter(
+            "sets the momentum encoder of the negative queue, which is off; add --queue-size",
+            param_hint="--momentum",
+        )
+    if options.get("queue_size") is not None:
+        if options["loss"] not in QUEUE_LOSSES:
+            raise click.BadParameter(
+                f"adds negatives to InfoNCE: --loss {' or '.join(QUEUE_LOSSES)}, not "
+                f"{options['loss']}", param_hint="--queue-size",
+            )
+        for other in ("matryoshka_dims", "mini_batch_size", "devices"):
+            if options.get(other) not in (None, 1):
+                raise click.BadParameter(
+                    f"cannot be combined with --{other.replace('_', '-')} (yet)",
+                    param_hint="--queue-size",
+                )
     if options["collapse_guard"] and not has_dev:
         raise click.BadParameter(
             "the guard watches the dev Spearman after every epoch; give --dev FILE",
@@ -388,6 +425,13 @@ def build_config(backend, options, tuning=True):
     # Likewise a run without cached batches records no `mini_batch_size`.
     if config.get("mini_batch_size") is None:
         config.pop("mini_batch_size", None)
+    if config.get("queue_size") is not None and config.get("momentum") is None:
+        from keras_cosent.models.momentum_contrast_model import ESIMCSE_MOMENTUM
+
+        config["momentum"] = ESIMCSE_MOMENTUM
+    for name in ESIMCSE_OPTIONS:
+        if config.get(name) is None:
+            config.pop(name, None)
     for key in ("train", "dev", "test", "output"):
         if config[key] is not None:
             config[key] = os.path.abspath(config[key])

@@ -10,6 +10,12 @@ needs no labels. Evaluate on a scored STS file with `--dev` and `--eval-format`.
 
     keras-cosent train --recipe simcse-unsup --train corpus.txt \\
         --dev stsbenchmark/sts-dev.csv --eval-format sts-benchmark --output runs/simcse
+
+`esimcse-unsup` is ESimCSE (Wu et al. 2022) on the same set-up: the positive view
+of each sentence gets some of its tokens duplicated (word repetition, rate 0.32,
+the paper's BERT-base value), so the two views differ in length, and each anchor
+is also contrasted with a queue of the last 160 positives (2.5 batches of 64, as
+in the authors' runs) embedded by a momentum encoder (EMA coefficient 0.995).
 """
 
 from recipes.presets.recipe import Recipe
@@ -29,5 +35,23 @@ RECIPES = {
             "max_length": 32,
         },
         reference="Gao, Yao & Chen, SimCSE (EMNLP 2021), https://arxiv.org/abs/2104.08821",
+    ),
+    "esimcse-unsup": Recipe(
+        name="esimcse-unsup",
+        summary="ESimCSE: SimCSE + word repetition 0.32 + momentum queue of 160 (mu 0.995).",
+        options={
+            "loss": "simcse",
+            "format": "text-lines",
+            "temperature": 0.05,
+            "epochs": 1,
+            "batch_size": 64,
+            "lr": 3e-5,
+            "warmup": 0.0,
+            "max_length": 32,
+            "word_repetition": 0.32,
+            "queue_size": 160,
+            "momentum": 0.995,
+        },
+        reference="Wu et al., ESimCSE (COLING 2022), https://arxiv.org/abs/2109.04380",
     ),
 }
