@@ -9,7 +9,8 @@
                                  sentence-transformers' MNRL on STS-B retrieval; JSON lines)
     python -m bench report FILE.jsonl    (medians and per-round ratios to the peer)
     python -m bench tool NAME [options]  (NAME: train-steps, profile-train,
-                                          profile-encode-torch, machine-limit, peer-sts)
+                                          profile-encode-torch, machine-limit, peer-sts,
+                                          ranking-scaling)
 """
 
 import argparse
@@ -20,7 +21,8 @@ TOOLS = {"train-steps": "bench.train_steps",
          "profile-train": "bench.profile_train",
          "profile-encode-torch": "bench.profile_encode_torch",
          "machine-limit": "bench.machine_limit",
-         "peer-sts": "bench.peer_sts"}
+         "peer-sts": "bench.peer_sts",
+         "ranking-scaling": "bench.ranking_scaling"}
 
 
 def main(argv=None):
