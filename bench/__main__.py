@@ -12,7 +12,8 @@
     python -m bench report FILE.jsonl    (medians and per-round ratios to the peer)
     python -m bench tool NAME [options]  (NAME: train-steps, profile-train,
                                           profile-encode-torch, machine-limit, peer-sts,
-                                          gradcache)
+                                          gradcache,
+                                          ranking-scaling)
 """
 
 import argparse
@@ -24,7 +25,8 @@ TOOLS = {"train-steps": "bench.train_steps",
          "profile-encode-torch": "bench.profile_encode_torch",
          "machine-limit": "bench.machine_limit",
          "peer-sts": "bench.peer_sts",
-         "gradcache": "bench.gradcache"}
+         "gradcache": "bench.gradcache",
+         "ranking-scaling": "bench.ranking_scaling"}
 
 
 def main(argv=None):

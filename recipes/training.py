@@ -153,6 +153,22 @@ def best_so_far(epoch_log, metric):
     return max(values) if values else None
 
 
+def compute_in_float32(encoder):
+    """Sets every layer of `encoder` under a mixed policy to float32, in place.
+
+    A model trained under a mixed policy keeps its weights in float32 already;
+    only the computation changes (the tokenizer's integer policy stays). The saved encoder then encodes, evaluates
+    and exports (`keras-cosent export`) in float32 on any device, as a model
+    trained in float32 does; `SentenceEncoder.from_checkpoint(dtype=...)`
+    chooses a reduced precision explicitly where one is wanted.
+    """
+    from keras_cosent.compat import flatten_layers
+
+    for layer in flatten_layers(encoder, include_self=True):
+        if layer.dtype_policy.name.startswith("mixed_"):
+            layer.dtype_policy = "float32"
+
+
 def train_encoder(config, directory, env, backup_dir):
     """Trains as `config` says and writes the run's files into `directory`.
 
@@ -184,7 +200,9 @@ def _train_encoder(config, directory, env, backup_dir):
     keras.utils.set_random_seed(config["seed"])
     previous_policy = keras.mixed_precision.global_policy()
     if config["mixed_precision"]:
-        keras.mixed_precision.set_global_policy("mixed_float16")
+        # Under mixed_float16 the training model's compile wraps the optimizer
+        # in Keras' LossScaleOptimizer (compile's auto_scale_loss).
+        keras.mixed_precision.set_global_policy(config["mixed_precision"])
     try:
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
         if train is None:
@@ -292,6 +310,8 @@ def _train_encoder(config, directory, env, backup_dir):
     if dev_retrieval is not None:
         results["dev_retrieval"] = evaluate_retrieval(encoder, dev_retrieval)
 
+    if config["mixed_precision"]:
+        compute_in_float32(encoder)
     encoder.save(directory / ENCODER_FILE)
     # Correlations and retrieval metrics (keys ending in @k) x 100, as in the tables.
     percent = ("_spearman", "_pearson") + tuple(f"@{k}" for k in IR_DEV_CUTOFFS + (100,))

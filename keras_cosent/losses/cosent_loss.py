@@ -2,7 +2,8 @@
 
 `cosent_loss` holds the maths; `CoSENTLoss` wraps it as a `keras.losses.Loss`.
 `ranking_loss_from_similarity` is the ranking step alone, which
-`keras_cosent.losses.AnglELoss` reuses with its own similarity.
+`keras_cosent.losses.AnglELoss` reuses with its own similarity; it sorts the
+batch by label and needs no `batch x batch` matrix.
 """
 
 import keras
@@ -15,38 +16,126 @@ from keras_cosent.losses._validation import flat_labels
 from keras_cosent.utils import pair_cosine
 
 
+def cumulative_logsumexp(x):
+    """`log(sum(exp(x[:k + 1])))` for every `k`, of a 1-D float tensor.
+
+    A doubling (Hillis-Steele) scan of log-add-exp: `ceil(log2(n))` steps
+    of `n` element-wise operations, exact for any range of `x`. One
+    `ops.cumsum` of `exp(x - max(x))` would be cheaper, but its terms underflow
+    to 0 in float32 once `max(x) - x` passes about 87 (a cosine range of 2 at
+    scale 44), and a prefix made only of such terms would come out as
+    `log(0) = -inf` instead of its value. `ops.associative_scan` is not used:
+    its torch version allocates its buffers on the CPU whatever the input's
+    device.
+
+    Args:
+        x: float tensor of shape `(n,)`. When `n` is not known while tracing
+            (TensorFlow graphs of `model.fit`), the scan takes the 31 steps
+            that cover any batch up to `2**31` rows; the extra steps only
+            copy the tensor.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_cosent.losses.cosent_loss import cumulative_logsumexp
+    >>> x = np.array([0.0, -100.0, 3.0], "float32")
+    >>> np.allclose(ops.convert_to_numpy(cumulative_logsumexp(x)),
+    ...             np.logaddexp.accumulate(x.astype("float64")))
+    True
+    """
+    x = ops.convert_to_tensor(x)
+    n = x.shape[0]
+    steps = 31 if n is None else max(n - 1, 0).bit_length()
+    index = ops.arange(ops.shape(x)[0])
+    for step in (2**i for i in range(steps)):
+        # After this step entry k holds the sum over x[k - 2 * step + 1 : k + 1],
+        # from the partial sums it and entry k - step held; the first `step`
+        # entries are already complete. A gather and a `where` rather than
+        # slices keep every step's shapes equal, so that eager JAX compiles
+        # each operation once rather than once per step (10 times faster).
+        earlier = ops.take(x, ops.maximum(index - step, 0))
+        x = ops.where(index >= step, _logaddexp(x, earlier), x)
+    return x
+
+
+def _logaddexp(a, b):
+    """`log(exp(a) + exp(b))` for finite `a` and `b`, with exact gradients at ties.
+
+    `ops.logaddexp` is not used: under TensorFlow its gradient at `a == b`
+    is (1, 0) instead of (1/2, 1/2), as `tf.maximum` gives the whole gradient
+    to one argument; cosines of exactly +1 or -1 make such ties common. Here
+    the shift is a constant for the gradient, which is then the softmax of
+    `(a, b)` on every backend.
+    """
+    shift = ops.stop_gradient(ops.maximum(a, b))
+    return shift + ops.log(ops.exp(a - shift) + ops.exp(b - shift))
+
+
 def ranking_loss_from_similarity(y_true, similarity, scale=20.0, loss_name="CoSENTLoss"):
     """CoSENT ranking of one similarity per pair against the pairs' labels.
 
     Returns `log(1 + sum_{a, b: label_a > label_b} exp(scale * (s_b - s_a)))`
-    as a float32 scalar, computed as `logsumexp([0, ...])` over the masked
-    `(batch, batch)` matrix of differences. Pairs with equal labels are not
-    compared, so a batch without any ordered pair gives exactly 0.
+    as a float32 scalar. Pairs with equal labels are not compared, so a batch
+    without any ordered pair gives exactly 0.
+
+    The double sum factors as `sum_a exp(-scale * s_a) * sum_{b: label_b <
+    label_a} exp(scale * s_b)`: with the batch sorted by label, the inner sum
+    is a prefix sum that stops before pair `a`'s tie group (found with
+    `searchsorted`), so the loss is one `logsumexp` over `batch` terms built
+    from a cumulative log-sum-exp (`cumulative_logsumexp`). That is
+    O(batch log batch) time and memory, against the `batch**2` matrix of
+    differences the formula spells out; it gives the same value and the same
+    gradients, in float32 and without overflow for any scale.
 
     Args:
         y_true: labels of shape `(batch,)` or `(batch, 1)`, any ordered values.
         similarity: similarities of shape `(batch,)`.
-        scale: positive float multiplying the similarity differences.
+        scale: positive float multiplying the similarities.
         loss_name: name used in error messages.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_cosent.losses.cosent_loss import ranking_loss_from_similarity
+    >>> labels = np.array([1.0, 1.0, 0.0], "float32")  # pairs 0 and 1 are tied
+    >>> similarity = np.array([0.2, 0.9, 0.5], "float32")
+    >>> expected = np.log(1 + np.exp(20 * (0.5 - 0.2)) + np.exp(20 * (0.5 - 0.9)))
+    >>> bool(np.isclose(float(ranking_loss_from_similarity(labels, similarity)), expected))
+    True
     """
     similarity = ops.cast(similarity, "float32")
     labels = ops.cast(flat_labels(y_true, similarity, loss_name), "float32")
-    scaled = similarity * scale
-    # differences[a, b] = scale * (s_b - s_a): the penalty paid when pair `a`
-    # is labelled above pair `b`, which should then have the lower similarity.
-    differences = scaled[None, :] - scaled[:, None]
-    ordered = labels[:, None] > labels[None, :]
-    # -inf rather than a large negative constant: exp(-inf) is exactly 0 in the
-    # value and in the gradient of logsumexp, whatever the scale.
-    differences = ops.where(
-        ordered, differences, ops.full_like(differences, float("-inf"))
+    order = ops.argsort(labels)
+    labels = ops.take(labels, order)
+    scaled = ops.take(similarity, order) * scale
+    # below[a]: how many pairs have a label strictly lower than pair a's; a
+    # tie group starts where its first member would be inserted on the left.
+    below = ops.searchsorted(labels, labels, side="left")
+    # prefix[n] = log(sum of exp(scaled[:n])); prefix[0] = -inf for the pairs
+    # with nothing below them: exp(-inf) is exactly 0 in the value and in the
+    # gradient of logsumexp, whatever the scale.
+    prefix = ops.concatenate(
+        [ops.full((1,), float("-inf"), dtype="float32"), cumulative_logsumexp(scaled)],
+        axis=0,
     )
-    # The leading 0 is the "1 +" of the formula; it also keeps logsumexp's
-    # maximum finite when every entry is masked, so no NaN reaches the gradient.
-    terms = ops.concatenate(
-        [ops.zeros((1,), dtype="float32"), ops.reshape(differences, (-1,))], axis=0
-    )
-    return ops.logsumexp(terms)
+    # terms[a] = log(sum_{b below a} exp(scale * (s_b - s_a))).
+    return _log1p_sum_exp(ops.take(prefix, below) - scaled)
+
+
+def _log1p_sum_exp(terms):
+    """`log(1 + sum(exp(terms)))`, accurate for small values, 0 when all are -inf.
+
+    With `shift = max(0, max(terms))` it is `shift + log1p(expm1(-shift) +
+    sum(exp(terms - shift)))`: the sum stays at most `len(terms)`, `log1p`
+    keeps the digits of a loss near 0 that `log(1 + ...)` would round away
+    (a well-ranked batch), and the shift is finite even when every term is
+    -inf, so no NaN reaches the gradient. The shift cancels out, so it needs
+    no gradient.
+    """
+    shift = ops.stop_gradient(ops.maximum(ops.max(terms), 0.0))
+    rest = ops.sum(ops.exp(terms - shift))
+    return shift + ops.log1p(ops.expm1(-shift) + rest)
 
 
 def cosent_loss(y_true, y_pred, scale=20.0):
@@ -79,9 +168,11 @@ class CoSENTLoss(keras.losses.Loss):
     trains on binary labels, float STS scores (0 to 5) and NLI classes coded as
     integers with entailment > neutral > contradiction (e.g. 2, 1, 0). Pairs
     with equal labels are not compared; a batch in which all labels are equal
-    gives a loss of exactly 0. The sum runs over all `batch**2` ordered couples
-    of pairs and is computed in float32 with `logsumexp`, so it stays finite
-    for any scale and under `mixed_float16`.
+    gives a loss of exactly 0. The sum runs over all ordered couples of pairs
+    but is computed without the `batch**2` matrix: sorted by label, it is a
+    cumulative log-sum-exp (see `ranking_loss_from_similarity`), in
+    O(batch log batch) time and memory, in float32, finite for any scale and
+    under `mixed_float16`, so batches of tens of thousands of pairs fit.
 
     The loss is one value per batch (the couples mix examples), so
     `sample_weight` can only rescale it as a whole.

@@ -17,6 +17,7 @@ from recipes.context import pass_environment
 from recipes.options import FORMATS
 from recipes.options import FractionOrOff
 from recipes.options import KEEP_BEST_METRICS
+from recipes.options import MIXED_PRECISION_POLICIES
 from recipes.options import INPUT_FILE
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
@@ -212,8 +213,12 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="How many times the guard may fire (with --collapse-guard).")
 @click.option("--seed", type=int, default=42, show_default=True,
               help="Seed of weight initialisation, dropout and shuffling.")
-@click.option("--mixed-precision", is_flag=True, default=False, show_default=True,
-              help="Train in mixed_float16 (for GPUs; slower on most CPUs).")
+@click.option("--mixed-precision", type=click.Choice(MIXED_PRECISION_POLICIES),
+              is_flag=False, flag_value="mixed_float16", default=None, show_default="off",
+              help="Train under this Keras dtype policy: layers compute in bfloat16 or "
+              "float16 (float16 with loss scaling), weights, losses and scores stay "
+              "float32, and the saved encoder computes in float32. Alone, the flag means "
+              "mixed_float16. For GPUs (bfloat16 on recent ones); slower on most CPUs.")
 @click.option("--packing/--no-packing", default=True, show_default=True,
               help="Pack each batch's sentences into shared rows instead of padding them "
                    "(same results, less work; keras-hub BERT backbones, others pad).")
@@ -432,6 +437,11 @@ def build_config(backend, options, tuning=True):
     for name in ESIMCSE_OPTIONS:
         if config.get(name) is None:
             config.pop(name, None)
+    # Off is recorded as False, as when --mixed-precision was a plain flag, so
+    # that runs without it keep the identity of runs made before; on, it is the
+    # policy's name (a run made with the old flag, True, counts as different).
+    if not config.get("mixed_precision"):
+        config["mixed_precision"] = False
     for key in ("train", "dev", "test", "output"):
         if config[key] is not None:
             config[key] = os.path.abspath(config[key])
@@ -486,6 +496,8 @@ def command_line(ctx, config):
             flag = _flag_spelling(param, value)
             if flag is not None:
                 words.append(flag)
+            continue
+        if value is False:  # --mixed-precision off, recorded as when it was a flag
             continue
         words += [max(param.opts, key=len), str(value)]
     return shlex.join(words)

@@ -41,7 +41,44 @@ def _config_of(**changes):
 
 
 def test_there_are_boolean_options_to_check():
-    assert {p.name for p in BOOLEAN_OPTIONS} >= {"packing", "mixed_precision"}
+    assert {p.name for p in BOOLEAN_OPTIONS} >= {"packing", "collapse_guard"}
+
+
+@pytest.mark.parametrize("words,expected", [
+    ([], None),
+    (["--mixed-precision"], "mixed_float16"),  # the flag alone, as before it took a value
+    (["--mixed-precision", "--seed", "3"], "mixed_float16"),
+    (["--mixed-precision", "mixed_bfloat16"], "mixed_bfloat16"),
+    (["--mixed-precision=mixed_float16"], "mixed_float16"),
+])
+def test_mixed_precision_takes_a_policy_or_means_float16_alone(words, expected):
+    with train.make_context("train", ["--output", "run", *words]) as ctx:
+        assert ctx.params["mixed_precision"] == expected
+
+
+def test_mixed_precision_refuses_other_policies_and_lists_the_choices():
+    with pytest.raises(click.BadParameter, match="mixed_bfloat16.*mixed_float16"):
+        train.make_context("train", ["--output", "run", "--mixed-precision", "float16"])
+
+
+@pytest.mark.parametrize("stored", ["mixed_bfloat16", "mixed_float16", False])
+def test_mixed_precision_round_trips(stored):
+    # Off is stored as False, as runs stored it when the option was a plain flag.
+    config = _config_of(mixed_precision=stored)
+    with click.Context(train, info_name="train") as ctx:
+        command = command_line(ctx, config)
+    assert ("--mixed-precision" in command) is bool(stored), command
+    assert _parsed_options(command)["mixed_precision"] == (stored or None)
+
+
+def test_off_mixed_precision_keeps_the_configuration_of_earlier_runs(tmp_path):
+    from recipes.commands.train import build_config
+
+    options = dict(_config_of(), output=str(tmp_path / "run"))
+    options.pop("backend"), options.pop("tuning")
+    assert build_config("jax", {**options, "mixed_precision": None})["mixed_precision"] is False
+    assert build_config("jax", {**options, "mixed_precision": "mixed_bfloat16"})[
+        "mixed_precision"] == "mixed_bfloat16"
 
 
 @pytest.mark.parametrize("param", BOOLEAN_OPTIONS + ["tuning"],

@@ -195,15 +195,37 @@ def test_nli_recipes_on_ocnli(cli, tiny_checkpoint, shared_data, tmp_path, recip
 
 
 @pytest.mark.slow
-def test_mixed_precision_trains_and_restores_the_policy(cli, tiny_checkpoint, small_train,
-                                                        tmp_path):
-    result = cli("train", "--mixed-precision", "--backbone", tiny_checkpoint,
-                 "--train", small_train, "--epochs", 1, "--batch-size", 8, "--max-length", 16,
-                 "--output", tmp_path / "run")
-    assert result.exit_code == 0, result.output
+@pytest.mark.parametrize("policy", [
+    "mixed_bfloat16",
+    pytest.param("mixed_float16", marks=pytest.mark.xfail(
+        keras.backend.backend() in ("tensorflow", "jax"), strict=True,
+        reason="on CPU, TensorFlow's mixed_float16 run ends with a NaN loss (before the "
+        "sorted CoSENT too) and XLA has no float16 dot_general (F16_F16_F32)")),
+])
+def test_mixed_precision_trains_like_float32(cli, tiny_checkpoint, tmp_path, policy):
+    train = write_pair_tsv(tmp_path / "train.tsv", demo_rows("train")[:64])
+    dev = write_pair_tsv(tmp_path / "dev.tsv", demo_rows("dev"))
+    runs = {}
+    for name, words in (("float32", []), (policy, ["--mixed-precision", policy])):
+        result = cli("train", *words, "--backbone", tiny_checkpoint, "--train", train,
+                     "--dev", dev, "--epochs", 1, "--batch-size", 8, "--max-length", 16,
+                     "--lr", 1e-3, "--output", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        runs[name] = tmp_path / name
     assert keras.mixed_precision.global_policy().name == "float32"
-    encoder = keras.saving.load_model(tmp_path / "run" / "encoder.keras")
-    assert encoder.backbone.dtype_policy.name == "mixed_float16"
+    metrics = json.loads((runs[policy] / "metrics.json").read_text())
+    assert all(np.isfinite(row["loss"]) for row in metrics), metrics
+    spearman = {name: json.loads((run / "results.json").read_text())["dev"]["spearman"]
+                for name, run in runs.items()}
+    # x 100. The issue asks 0.5 for MiniLM on STS-B; on this tiny random BERT
+    # and the demo dev set bfloat16 measured 0.1 (torch), 0.3 (tensorflow) and
+    # 0.4 (jax) points from float32; 2 leaves room for rounding without letting
+    # a broken run (NaN, or weights not updated: several points) through.
+    assert abs(spearman[policy] - spearman["float32"]) < 2.0, spearman
+    # The saved encoder computes in float32 (its export too), whatever it trained in.
+    encoder = keras.saving.load_model(runs[policy] / "encoder.keras")
+    assert encoder.backbone.dtype_policy.name == "float32"
+    assert encoder.encode(["a cat", "the dog ran"]).dtype == np.float32
 
 
 def _expected_pieces(tuning):

@@ -104,3 +104,32 @@ def test_contrastive_objectives_refuse_a_batch_of_one():
 def test_an_unknown_objective_lists_the_known_ones():
     with pytest.raises(ValueError, match=r"Unknown objective 'cosnet'.*'cosent'"):
         build(tiny_encoder(), pairs(), "cosnet")
+
+
+@pytest.mark.parametrize("policy,scaled", [("mixed_float16", True), ("mixed_bfloat16", False)])
+def test_mixed_precision_scales_float16_losses_only_and_keeps_the_loss_float32(policy, scaled):
+    # What `keras-cosent train --mixed-precision POLICY` does: build under the policy.
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        setup = build(tiny_encoder(), pairs(), "cosent", batch_size=4, epochs=1,
+                      learning_rate=1e-3, shuffle=False, packing=False)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    # float16's 5 exponent bits flush small gradients to 0: Keras' compile
+    # wraps the optimizer in a LossScaleOptimizer; bfloat16 has float32's range.
+    is_scaled = isinstance(setup.model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert is_scaled is scaled, type(setup.model.optimizer)
+    assert setup.encoder.backbone.dtype_policy.name == policy
+    if policy == "mixed_float16" and keras.backend.backend() == "jax":
+        return  # XLA on CPU has no float16 dot_general (F16_F16_F32): GPUs only
+    x, y = next(iter(setup.batches))
+    y_pred = setup.model(x)
+    half = "float16" if policy == "mixed_float16" else "bfloat16"
+    assert keras.backend.standardize_dtype(y_pred.dtype) == "float32"  # pooled in float32
+    assert keras.backend.standardize_dtype(setup.loss(y, y_pred).dtype) == "float32"
+    hidden = setup.encoder.backbone(
+        {k: v[:, 0] for k, v in x.items()} if isinstance(x, dict) else x[0])
+    assert keras.backend.standardize_dtype(hidden["sequence_output"].dtype) == half
+    history = setup.model.fit(setup.batches, epochs=1, verbose=0).history["loss"]
+    assert np.all(np.isfinite(history)), history
