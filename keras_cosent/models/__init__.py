@@ -13,6 +13,7 @@ from keras_cosent.models.encoder_loading import load_encoder
 from keras_cosent.models.sentence_encoder import SentenceEncoder
 from keras_cosent.models.sentence_preprocessor import SentencePreprocessor
 from keras_cosent.models.siamese_encoder import SiameseEncoder
+from keras_cosent.models.multi_task_encoder import MultiTaskEncoder
 from keras_cosent.models.softmax_classifier_model import SoftmaxClassifierModel
 
 
