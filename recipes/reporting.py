@@ -125,8 +125,11 @@ def write_metrics(directory, rows):
         f.write("\n")
 
 
-def plot_training(path, rows, spearman_key=None, initial_spearman=None):
+def plot_training(path, rows, spearman_key=None, initial_spearman=None, stage_starts=()):
     """Saves a PNG of training loss (and dev Spearman, when present) per epoch.
+
+    `stage_starts`: for a staged run, the first epoch of each stage after the
+    first; a dotted grey line marks each boundary.
 
     `initial_spearman`, the score before training, is drawn at epoch 0. The
     epochs at whose end the collapse guard fired (`collapse_guard` = 1 in the
@@ -159,7 +162,11 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None):
         for axis in axes:
             axis.axvline(epoch, color="tab:red", linestyle="--", alpha=0.7,
                          label="collapse guard fired" if index == 0 else None)
-    if fired:
+    for index, epoch in enumerate(stage_starts):
+        for axis in axes:
+            axis.axvline(epoch - 0.5, color="tab:gray", linestyle=":",
+                         label="next stage" if index == 0 else None)
+    if fired or stage_starts:
         axes[-1].legend(loc="best", fontsize="small")
     for axis in axes:
         axis.grid(alpha=0.3)
