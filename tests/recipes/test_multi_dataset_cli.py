@@ -128,3 +128,35 @@ def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_f
     replayed = replayed_options(record["command"])
     assert replayed["staged"] is True and replayed["stage_epochs"] == "1,2"
     assert replayed["loss"] == ["infonce", "cosent"]
+
+
+@pytest.mark.slow
+def test_a_killed_multi_dataset_run_resumes_to_the_uninterrupted_weights(
+    cli, tiny_checkpoint, tmp_path
+):
+    from tests.recipes.test_resume import EPOCHS
+    from tests.recipes.test_resume import _kill_after_first_epoch
+    from tests.recipes.test_resume import _metrics
+    from tests.recipes.test_resume import _train_args
+    from tests.recipes.test_resume import _weights
+
+    rows = demo_rows("train")
+    sts = write_pair_tsv(tmp_path / "sts.tsv", rows[:64])
+    nli = write_nli(tmp_path / "nli.jsonl", rows[64:96])
+    dev = write_pair_tsv(tmp_path / "dev.tsv", demo_rows("dev")[:24])
+    extra = ["--train", nli, "--format", "pair-tsv", "--format", "nli-jsonl", "--loss", "cosent",
+             "--loss", "infonce", "--eval-format", "pair-tsv"]
+    reference = tmp_path / "reference"
+    result = cli(*_train_args(tiny_checkpoint, sts, dev, reference, *extra))
+    assert result.exit_code == 0, result.output
+    output = tmp_path / "run"
+    _, saved = _kill_after_first_epoch(_train_args(tiny_checkpoint, sts, dev, output, *extra),
+                                       tmp_path / ".run.resume")
+    assert 1 <= saved < EPOCHS
+    resumed = cli(*_train_args(tiny_checkpoint, sts, dev, output, *extra, "--resume"))
+    assert resumed.exit_code == 0, resumed.output
+    assert "resuming the interrupted run" in resumed.output
+    for e, g in zip(_weights(reference / "encoder.keras"), _weights(output / "encoder.keras")):
+        np.testing.assert_allclose(g, e, atol=1e-6, rtol=0)
+    for r, e in zip(_metrics(output), _metrics(reference)):
+        np.testing.assert_allclose([r[k] for k in r], [e[k] for k in e], rtol=1e-5)
