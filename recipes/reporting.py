@@ -126,15 +126,17 @@ def write_metrics(directory, rows):
 
 
 def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieval_key=None,
-                  initial_retrieval=None):
+                  initial_retrieval=None, stage_starts=()):
     """Saves a PNG of training loss (and the dev curves, when present) per epoch.
 
     `initial_spearman` / `initial_retrieval`, the dev scores before training,
     are drawn at epoch 0. `retrieval_key` (e.g. `"ir_dev_ndcg@10"`) adds a panel
-    for the retrieval dev metric, x 100 in `rows`. The epochs at whose end the
-    collapse guard fired (`collapse_guard` = 1 in the rows) get a dashed red
-    line on every panel: the point drawn there is the collapsed score, and the
-    next epoch starts from the restored weights.
+    for the retrieval dev metric, x 100 in `rows`. `stage_starts`: for a staged
+    run, the first epoch of each stage after the first; a dotted grey line marks
+    each boundary. The epochs at whose end the collapse guard fired
+    (`collapse_guard` = 1 in the rows) get a dashed red line on every panel: the
+    point drawn there is the collapsed score, and the next epoch starts from the
+    restored weights.
     """
     import matplotlib
 
@@ -167,7 +169,11 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieva
         for axis in axes:
             axis.axvline(epoch, color="tab:red", linestyle="--", alpha=0.7,
                          label="collapse guard fired" if index == 0 else None)
-    if fired:
+    for index, epoch in enumerate(stage_starts):
+        for axis in axes:
+            axis.axvline(epoch - 0.5, color="tab:gray", linestyle=":",
+                         label="next stage" if index == 0 else None)
+    if fired or stage_starts:
         axes[-1].legend(loc="best", fontsize="small")
     for axis in axes:
         axis.grid(alpha=0.3)

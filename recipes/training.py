@@ -24,6 +24,7 @@ from keras_cosent.callbacks import SpearmanEvaluator
 from keras_cosent.training import build
 from keras_cosent.training import get_objective
 from recipes import data_loading
+from recipes import multi_dataset
 from recipes import reporting
 from recipes.errors import CliError
 from recipes.evaluation import evaluate_retrieval
@@ -61,7 +62,10 @@ def read_datasets(config):
     columns = parse_text_columns(config["text_columns"])
     label_column = config["label_column"]
     demo = config["train"] is None and config.get("train_retrieval") is None
-    if config.get("train_retrieval") is not None:
+    if multi_dataset.is_multi(config):
+        # [(dataset, format, loss), ...], one per --train; `build_setup` trains them.
+        train, train_format = multi_dataset.read_training_files(config), None
+    elif config.get("train_retrieval") is not None:
         # Mined with the starting encoder once it is loaded (`mine_training_rows`).
         train, train_format = None, MINED_FORMAT
     else:
@@ -184,6 +188,10 @@ def train_encoder(config, directory, env, backup_dir):
         The final evaluation results, `{split: {"pairs", "spearman", "pearson"}}`,
         and `{"dev_retrieval": {"queries", "documents", "ndcg@10", ...}}` (x 100).
     """
+    if config.get("staged"):
+        from recipes.staged_training import train_stages
+
+        return train_stages(config, directory, env, backup_dir)
     from keras_cosent import distributed
 
     with distributed.data_parallel(config.get("devices", 1)):
@@ -209,28 +217,31 @@ def _train_encoder(config, directory, env, backup_dir):
             train = mine_training_rows(config, encoder, env, backup_dir, directory)
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
                                                 config["backbone"])
-        setup = build(
-            encoder,
-            train,
-            config["loss"],
-            batch_size=config["batch_size"],
-            epochs=config["epochs"],
-            learning_rate=config["lr"],
-            warmup=config["warmup"],
-            weight_decay=config["weight_decay"],
-            seed=config["seed"],
-            packing=config["packing"],
-            data_format=train_format,
-            scale=config["scale"],
-            temperature=config["temperature"],
-            margin=config.get("margin"),
-            matryoshka_dims=matryoshka_dims,
-            devices=config.get("devices", 1),
-            mini_batch_size=config.get("mini_batch_size"),
-            queue_size=config.get("queue_size"),
-            momentum=config.get("momentum"),
-            word_repetition=config.get("word_repetition"),
-        )
+        if multi_dataset.is_multi(config):
+            setup = multi_dataset.build_setup(config, encoder, train, matryoshka_dims)
+        else:
+            setup = build(
+                encoder,
+                train,
+                config["loss"],
+                batch_size=config["batch_size"],
+                epochs=config["epochs"],
+                learning_rate=config["lr"],
+                warmup=config["warmup"],
+                weight_decay=config["weight_decay"],
+                seed=config["seed"],
+                packing=config["packing"],
+                data_format=train_format,
+                scale=config["scale"],
+                temperature=config["temperature"],
+                margin=config.get("margin"),
+                matryoshka_dims=matryoshka_dims,
+                devices=config.get("devices", 1),
+                mini_batch_size=config.get("mini_batch_size"),
+                queue_size=config.get("queue_size"),
+                momentum=config.get("momentum"),
+                word_repetition=config.get("word_repetition"),
+            )
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)
     model, batches = setup.model, setup.batches
@@ -275,10 +286,18 @@ def _train_encoder(config, directory, env, backup_dir):
         # run killed in between repeats the epoch, and its logged row is replaced.
         ResumableTraining(backup_dir, batches, delete_checkpoint=False),
     ]
-    env.note(
-        f"training {config['loss']} on {len(setup.dataset)} rows ({train.source}): "
-        f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
-    )
+    if multi_dataset.is_multi(config):
+        results["train_tasks"] = multi_dataset.task_records(setup)
+        for task in results["train_tasks"]:
+            env.note(f"task {task['name']}: {task['loss']} on {task['rows']} rows "
+                     f"({task['train']}), {task['batches_per_epoch']} batches per epoch")
+        env.note(f"training {len(setup.tasks)} datasets ({config['sampling']}): "
+                 f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}")
+    else:
+        env.note(
+            f"training {config['loss']} on {len(setup.dataset)} rows ({train.source}): "
+            f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
+        )
     start = time.time()
     with warnings.catch_warnings():
         # BERT backbones carry a pooler ("pooled_dense") that sentence pooling

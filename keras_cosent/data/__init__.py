@@ -12,6 +12,7 @@ from keras_cosent.data.readers import read_pair_tsv
 from keras_cosent.data.readers import read_sts_benchmark
 from keras_cosent.data.readers import read_text_lines
 from keras_cosent.data.pair_batches import PairBatches
+from keras_cosent.data.multi_batches import MultiBatches
 from keras_cosent.data.beir import RetrievalDataset
 from keras_cosent.data.beir import read_beir
 from keras_cosent.data.beir import read_retrieval_files

@@ -11,6 +11,8 @@
   (any embedding loss over truncated, re-normalised dimensions).
 - `JointLoss`: a weighted sum of losses on the same batch, each term logged
   by name (`loss_<name>`) when the model is a `SiameseEncoder`.
+- `MultiTaskLoss`: each batch of a multi-dataset run trained with its own
+  task's loss (`keras_cosent.training.build_multi`).
 
 `get(name)` gives the loss class of a training objective (the names
 `keras-cosent train --loss` accepts, from `keras_cosent.training.OBJECTIVES`).
@@ -31,6 +33,7 @@ from keras_cosent.losses.joint_loss import JointLoss
 from keras_cosent.losses.margin_ranking_loss import MarginRankingLoss
 from keras_cosent.losses.margin_ranking_loss import margin_ranking_loss
 from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
+from keras_cosent.losses.multi_task_loss import MultiTaskLoss
 from keras_cosent.losses.matryoshka_loss import matryoshka_loss
 from keras_cosent.losses.ntxent_loss import NTXentLoss
 from keras_cosent.losses.ntxent_loss import ntxent_loss

@@ -18,6 +18,7 @@ from keras_cosent.models.momentum_contrast_model import MomentumContrastModel
 from keras_cosent.models.sentence_encoder import SentenceEncoder
 from keras_cosent.models.sentence_preprocessor import SentencePreprocessor
 from keras_cosent.models.siamese_encoder import SiameseEncoder
+from keras_cosent.models.multi_task_encoder import MultiTaskEncoder
 from keras_cosent.models.softmax_classifier_model import SoftmaxClassifierModel
 
 

@@ -24,6 +24,9 @@ from recipes.options import POOLINGS
 from recipes.options import POSITIVE_FLOAT
 from recipes.options import backend_option
 from recipes.options import text_column_options
+from recipes.multi_dataset import SAMPLINGS
+from recipes.multi_dataset import _check_stage_epochs
+from recipes.multi_dataset import resolve_per_train_options
 from recipes.presets import RECIPES
 from recipes.presets import apply_recipe
 from recipes.run_directory import CONFIG_FILE
@@ -84,7 +87,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option(
     "--loss",
     type=OBJECTIVE,
-    default="cosent",
+    multiple=True,
+    default=("cosent",),
     show_default=True,
     help="Training objective, from keras_cosent.training.OBJECTIVES (listed below). "
     "cosent/angle/cosine-mse/sbert-softmax need scored pairs; infonce takes (anchor, "
@@ -93,10 +97,27 @@ Without --train or --train-retrieval, trains on the packaged demo set
     "(query, positive, negatives...) rows (NLI: premise, entailment, contradiction); supcon "
     "csv/tsv/jsonl texts with a class --label-column; simcse takes any sentences. Joint: "
     "'infonce:1.0,cosent:0.5' trains the weighted sum on each batch (over scored pairs, "
-    "infonce/ntxent count the pairs above 2.5), logging each term as loss_<name>.",
+    "infonce/ntxent count the pairs above 2.5), logging each term as loss_<name>. With "
+    "several --train files: once (for all) or once per --train, in order.",
 )
-@click.option("--train", type=INPUT_FILE, default=None, show_default="the packaged demo set",
-              help="Training file.")
+@click.option("--train", type=INPUT_FILE, multiple=True, default=(),
+              show_default="the packaged demo set",
+              help="Training file. Repeat it to train on several datasets in one run: each "
+              "batch comes from one file and trains with that file's --loss and --format "
+              "(given once for all or once per --train, in order); see --sampling, and "
+              "--staged to train them one after the other instead.")
+@click.option("--sampling", type=click.Choice(SAMPLINGS), default=None,
+              show_default="proportional",
+              help="With several --train files: interleave their batches in proportion to "
+              "their sizes (every batch once per epoch, seeded order) or round-robin (one "
+              "batch of each in turn; the epoch ends when the smallest is used up).")
+@click.option("--staged", is_flag=True, default=False, show_default=True,
+              help="With several --train files: train on them one after the other (stage 1 "
+              "= the first --train), each stage with its own --loss, optimizer and "
+              "warm-up/decay, in one run directory (metrics.csv's stage column).")
+@click.option("--stage-epochs", default=None, callback=_check_stage_epochs,
+              show_default="--epochs for every stage",
+              help="With --staged: epochs of each stage, comma-separated, e.g. 1,4.")
 @click.option("--dev", type=INPUT_FILE, default=None,
               show_default="the demo dev set when --train is not given",
               help="Scored pairs evaluated after every epoch and at the end.")
@@ -132,11 +153,13 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="Save the weights of the epoch with the highest value of this dev metric "
               "(dev_spearman needs --dev, ir_dev_* --dev-retrieval) instead of the last "
               "epoch's; metrics.json marks that epoch \"kept\".")
-@click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
+@click.option("--format", type=click.Choice(FORMATS), multiple=True, default=("pair-tsv",),
+              show_default=True,
               help="Format of --train (pair-tsv: sentence1 TAB sentence2 TAB score; "
-              "triplets-jsonl: the output of `keras-cosent mine`).")
+              "triplets-jsonl: the output of `keras-cosent mine`). With several --train "
+              "files: once (for all) or once per --train, in order.")
 @click.option("--eval-format", type=click.Choice(FORMATS), default=None,
-              show_default="same as --format", help="Format of --dev and --test.")
+              show_default="same as (the last) --format", help="Format of --dev and --test.")
 @text_column_options
 @click.option("--backbone", default="all-MiniLM-L6-v2", show_default=True,
               help="Model to fine-tune: the packaged all-MiniLM-L6-v2, a local Hugging Face "
@@ -253,11 +276,14 @@ def train(ctx, env, **options):
     resume = options.pop("resume")
     # In the order --help lists them, not the order they were typed.
     options = {p.name: options[p.name] for p in ctx.command.params if p.name in options}
+    # Repeatable --train/--format/--loss: one value as before, or a list per --train.
+    resolve_per_train_options(ctx, options, resume=resume)
     check_combinations(ctx, options)
     env.activate_backend()
     from keras_cosent.training import get_objective
 
-    smallest = get_objective(options["loss"]).min_batch_size
+    losses = options["loss"] if isinstance(options["loss"], list) else [options["loss"]]
+    smallest = max(get_objective(loss).min_batch_size for loss in losses)
     if options["batch_size"] < smallest:
         raise click.BadParameter(
             f"{options['batch_size']} is too small for --loss {options['loss']}: it needs at "
@@ -443,10 +469,14 @@ def build_config(backend, options, tuning=True):
     if not config.get("mixed_precision"):
         config["mixed_precision"] = False
     for key in ("train", "dev", "test", "output"):
-        if config[key] is not None:
+        if isinstance(config[key], list):
+            config[key] = [os.path.abspath(path) for path in config[key]]
+        elif config[key] is not None:
             config[key] = os.path.abspath(config[key])
     if config["eval_format"] is None:
-        config["eval_format"] = config["format"]
+        formats = config["format"]
+        # The last --train's: a staged run's last stage trains on data like --dev's.
+        config["eval_format"] = formats[-1] if isinstance(formats, list) else formats
     backbone_dir = os.path.abspath(config["backbone"])
     if os.path.isdir(backbone_dir):
         config["backbone"] = backbone_dir
@@ -457,7 +487,8 @@ def build_config(backend, options, tuning=True):
         "test": config["test"],
     }
     config["data_sha256"] = {
-        split: _sha256(path) for split, path in files.items() if path is not None
+        split: [_sha256(p) for p in path] if isinstance(path, list) else _sha256(path)
+        for split, path in files.items() if path is not None
     }
     for key in ("train_retrieval", "dev_retrieval"):
         if config.get(key) is not None:
@@ -488,6 +519,10 @@ def command_line(ctx, config):
             continue
         value = config.get(param.name)
         if value is None:
+            continue
+        if isinstance(value, (list, tuple)):  # a repeated option, --train a --train b
+            for item in value:
+                words += [max(param.opts, key=len), str(item)]
             continue
         if param.is_flag:
             # Written out either way, so that the stored command does not depend

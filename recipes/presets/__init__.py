@@ -10,10 +10,11 @@ import click
 from recipes.presets import nli_supervised
 from recipes.presets import retrieval_infonce
 from recipes.presets import simcse_unsup
+from recipes.presets import staged
 from recipes.presets import sts_cosent
 
 RECIPES = {**sts_cosent.RECIPES, **simcse_unsup.RECIPES, **nli_supervised.RECIPES,
-           **retrieval_infonce.RECIPES}
+           **retrieval_infonce.RECIPES, **staged.RECIPES}
 
 
 def apply_recipe(ctx, params):

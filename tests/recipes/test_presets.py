@@ -16,8 +16,14 @@ def test_recipe_options_are_valid_train_options(name):
     assert recipe.name == name and recipe.summary and recipe.reference
     for option, value in recipe.options.items():
         assert option in TRAIN_OPTIONS, f"{name}: unknown train option {option!r}"
-        # The option's own type must accept the preset value unchanged.
-        assert TRAIN_OPTIONS[option].type_cast_value(None, value) == value
+        # The option's own type must accept the preset value unchanged; a repeatable
+        # option (--train, --format, --loss) takes one value or one per --train.
+        param = TRAIN_OPTIONS[option]
+        if param.multiple:
+            values = value if isinstance(value, tuple) else (value,)
+            assert param.type_cast_value(None, values) == values
+        else:
+            assert param.type_cast_value(None, value) == value
 
 
 def resolve(args):

@@ -14,10 +14,13 @@ from recipes.cli import main
 from recipes.commands.train import NOT_CONFIG
 from recipes.commands.train import command_line
 from recipes.commands.train import train
+from recipes.multi_dataset import resolve_per_train_options
 
+# --staged needs several --train files; its replay is checked by the staged run
+# (tests/recipes/test_multi_dataset_cli.py).
 BOOLEAN_OPTIONS = [
     p for p in train.params
-    if isinstance(p, click.Option) and p.is_flag and p.name not in NOT_CONFIG
+    if isinstance(p, click.Option) and p.is_flag and p.name not in NOT_CONFIG + ("staged",)
 ]
 
 
@@ -28,12 +31,16 @@ def _parsed_options(command):
     with main.make_context("keras-cosent", words[1:start]) as group:
         tuning = group.params["tuning"]
     with train.make_context("train", words[start + 1:]) as ctx:
-        return {**ctx.params, "tuning": tuning}
+        params = dict(ctx.params)
+        # As `train` resolves them: one --format/--loss is a value, several a list.
+        resolve_per_train_options(ctx, params)
+        return {**params, "tuning": tuning}
 
 
 def _config_of(**changes):
     with train.make_context("train", ["--output", "run"]) as ctx:
         params = dict(ctx.params)
+        resolve_per_train_options(ctx, params)
     params.update(changes)
     for name in NOT_CONFIG:
         params.pop(name)

@@ -1,0 +1,127 @@
+"""The loss of multi-dataset training: each batch trained with its own task's loss.
+
+`keras_cosent.data.MultiBatches` interleaves the batches of several datasets
+and puts the task index of each batch next to its labels in `y`. `MultiTaskLoss`
+reads it and applies that task's loss with `keras.ops.switch`, so one compiled
+train step serves every task (TensorFlow's input pipeline needs one batch
+structure for the whole run, which rules out a Python-level dispatch there).
+The tasks may differ in column count: the embeddings are padded to the widest
+task and each task's loss sees its own columns only. On TensorFlow, whose XLA
+compiler crashes on the gradient of that switch, every task's loss is computed
+and the batch's own kept (see `MultiTaskLoss.call`).
+"""
+
+import functools
+
+import keras
+from keras import ops
+
+from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses.joint_loss import _check_name
+
+
+@keras_cosent_export
+class MultiTaskLoss(keras.losses.Loss):
+    """Applies task `t`'s loss to a batch whose `y_true[:, 1]` is `t`.
+
+    Args:
+        losses: non-empty list of `keras.losses.Loss`, one per task.
+        names: one short name per task (logged as `loss_<name>` by
+            `keras_cosent.training.build_multi`'s model).
+        columns: the number of text columns of each task's batches (2 for
+            pairs, 3 for triplets...).
+        name: name of the loss instance.
+        reduction: Keras reduction (on the task loss, already a scalar).
+
+    Call arguments:
+        y_true: float32 `(batch, 2)`: the labels, and the task index (the
+            same in every row), as `keras_cosent.data.MultiBatches` gives them.
+        y_pred: embeddings `(batch, columns, dim)` of that task's batch.
+
+    Returns:
+        The scalar loss of the batch's task.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras_cosent
+    >>> cosent, triplet = keras_cosent.losses.CoSENTLoss(), keras_cosent.losses.TripletLoss()
+    >>> loss = keras_cosent.losses.MultiTaskLoss([cosent, triplet], ["sts", "nli"], [2, 3])
+    >>> rng = np.random.default_rng(0)
+    >>> rows = rng.normal(size=(4, 3, 8)).astype("float32")
+    >>> y = np.stack([np.zeros(4), np.ones(4)], axis=1).astype("float32")
+    >>> bool(np.isclose(float(loss(y, rows)), float(triplet(np.zeros(4), rows))))
+    True
+    """
+
+    def __init__(self, losses, names, columns, name="multi_task_loss",
+                 reduction="sum_over_batch_size"):
+        super().__init__(name=name, reduction=reduction)
+        losses = [keras.losses.deserialize(l) if isinstance(l, dict) else l for l in losses]
+        if not losses or any(not isinstance(l, keras.losses.Loss) for l in losses):
+            raise ValueError(
+                "`losses` should be a non-empty list of keras.losses.Loss instances. "
+                f"Received: `losses`={losses!r}"
+            )
+        names = list(names)
+        columns = list(columns)
+        for argument, value in (("names", names), ("columns", columns)):
+            if len(value) != len(losses):
+                raise ValueError(
+                    f"`{argument}` should have one entry per loss ({len(losses)}). "
+                    f"Received: `{argument}`={value!r}"
+                )
+        names = [_check_name(n) for n in names]
+        if len(set(names)) != len(names):
+            raise ValueError(f"`names` should be distinct. Received: `names`={names!r}")
+        for count in columns:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(
+                    f"`columns` should hold positive ints. Received: `columns`={columns!r}"
+                )
+        self.losses = losses
+        self.names = tuple(names)
+        self.columns = tuple(columns)
+
+    @staticmethod
+    def task_index(y_true):
+        """The batch's task index, an int32 scalar."""
+        return ops.cast(ops.convert_to_tensor(y_true)[0, 1], "int32")
+
+    def _task_loss(self, task, labels, padded):
+        count = self.columns[task]
+        embeddings = ops.reshape(padded[:, :count], (-1, count, padded.shape[-1]))
+        return ops.cast(self.losses[task](labels, embeddings), "float32")
+
+    def call(self, y_true, y_pred):
+        y_true = ops.convert_to_tensor(y_true)
+        labels = y_true[:, 0]
+        task = self.task_index(y_true)
+        # Columns up to the widest task, filled with copies of column 0: every
+        # task's loss can take its own column count, and sees real (finite,
+        # normalisable) embeddings even where it is not the batch's task.
+        width = max(self.columns)
+        filler = ops.tile(y_pred[:, :1], (1, width, 1))
+        padded = ops.concatenate([y_pred, filler], axis=1)[:, :width]
+        branches = [functools.partial(self._task_loss, t) for t in range(len(self.losses))]
+        if keras.backend.backend() == "tensorflow":
+            # XLA crashes compiling the gradient of a Case op over inputs of
+            # dynamic shape (TF 2.21); every task's loss is computed instead
+            # (they are cheap next to the encoder) and the batch's own is kept.
+            # The others get a zero cotangent, and their inputs are real
+            # embeddings, so their gradients add exactly 0.
+            values = [branch(labels, padded) for branch in branches]
+            return sum(
+                ops.where(ops.equal(task, index), value, ops.zeros_like(value))
+                for index, value in enumerate(values)
+            )
+        return ops.switch(task, branches, labels, padded)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "losses": [keras.losses.serialize(loss) for loss in self.losses],
+            "names": list(self.names),
+            "columns": list(self.columns),
+        })
+        return config

@@ -1,0 +1,129 @@
+"""`train --staged`: the --train files one after the other, in one run directory.
+
+Stage `i` trains on the `i`-th `--train` file with its own `--loss` and
+`--format` (`recipes.multi_dataset`), for its `--stage-epochs` entry (or
+`--epochs`), with a fresh AdamW and its own warm-up/decay, starting from the
+weights the previous stage ended with: the set-up of `keras_cosent.training.build`
+for each stage. The dev set is scored before training and after every epoch of
+every stage. `metrics.csv`/`metrics.json` hold every epoch, numbered across the
+stages, with `stage` and `stage_loss` columns; `training.png` marks where each
+stage starts; `results.json` records each stage's file, loss, rows, epochs and
+batches per epoch under `stages`.
+
+`--recipe nli-infonce-then-sts-cosent` is such a run: InfoNCE on NLI triplets,
+then CoSENT on STS pairs (`recipes.presets.staged`).
+
+Imported lazily by `recipes.training`, after the Keras backend is chosen.
+"""
+
+import json
+import time
+import warnings
+
+import keras
+
+from keras_cosent.callbacks import ResumableTraining
+from keras_cosent.callbacks import SpearmanEvaluator
+from keras_cosent.training import build
+from recipes import multi_dataset
+from recipes import reporting
+from recipes.evaluation import evaluate_sts
+from recipes.model_loading import ENCODER_FILE
+from recipes.model_loading import load_encoder
+
+STAGE_LOG = "stage{stage}.csv"
+DEV_NAME = "dev"
+
+
+def stage_epochs(config):
+    """Epochs of each stage: `--stage-epochs`, else `--epochs` for every stage."""
+    if config.get("stage_epochs"):
+        return [int(word) for word in config["stage_epochs"].split(",")]
+    return [config["epochs"]] * len(config["train"])
+
+
+def train_stages(config, directory, env, backup_dir):
+    """Trains the stages `config` names and writes the run into `directory`.
+
+    Returns:
+        The final evaluation results (as `recipes.training.train_encoder`), and
+        `stages`: one record per stage.
+    """
+    from recipes.training import parse_matryoshka_dims
+    from recipes.training import read_datasets
+
+    tasks, _, dev, test = read_datasets(config)
+    keras.utils.set_random_seed(config["seed"])
+    previous_policy = keras.mixed_precision.global_policy()
+    if config["mixed_precision"]:
+        keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
+        matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
+                                                config["backbone"])
+        results, stages, rows, stage_starts = {}, [], [], []
+        if dev is not None:
+            results["dev_before_training"] = evaluate_sts(encoder, dev)
+        percent = ("_spearman", "_pearson")
+        start = time.time()
+        for stage, ((dataset, data_format, loss), epochs) in enumerate(
+                zip(tasks, stage_epochs(config)), start=1):
+            setup = build(
+                encoder, dataset, loss,
+                batch_size=config["batch_size"], epochs=epochs, learning_rate=config["lr"],
+                warmup=config["warmup"], weight_decay=config["weight_decay"],
+                seed=config["seed"], packing=config["packing"], data_format=data_format,
+                scale=config["scale"], temperature=config["temperature"],
+                margin=config.get("margin"), matryoshka_dims=matryoshka_dims,
+            )
+            log = backup_dir / STAGE_LOG.format(stage=stage)
+            callbacks = []
+            if dev is not None:
+                callbacks.append(SpearmanEvaluator.from_dataset(
+                    dev, name=DEV_NAME, encoder=encoder, verbose=0))
+            callbacks += [
+                keras.callbacks.CSVLogger(str(log)),
+                # Serves each epoch's batches as a plain run does (from the seed and
+                # the epoch number); the backup is removed when the stage ends.
+                ResumableTraining(backup_dir / f"stage{stage}", setup.batches),
+            ]
+            env.note(f"stage {stage}: {loss} on {len(setup.dataset)} rows ({dataset.source}): "
+                     f"{epochs} epoch(s) x {len(setup.batches)} steps")
+            with warnings.catch_warnings():
+                warnings.filterwarnings(
+                    "ignore", message=r"Gradients do not exist for variables "
+                    r"\['pooled_dense/\w+', 'pooled_dense/\w+'\]"
+                )
+                setup.model.fit(setup.batches, epochs=epochs, callbacks=callbacks, verbose=1,
+                                shuffle=False)
+            if rows:
+                stage_starts.append(len(rows) + 1)
+            for row in reporting.history_rows(reporting.read_epoch_log(log),
+                                              percent_suffixes=percent):
+                rows.append({"epoch": len(rows) + 1, "stage": stage, "stage_loss": loss,
+                             **{k: v for k, v in row.items() if k != "epoch"}})
+            stages.append({"stage": stage, "train": dataset.source, "format": data_format,
+                           "loss": loss, "rows": len(setup.dataset), "epochs": epochs,
+                           "batches_per_epoch": len(setup.batches)})
+        train_seconds = time.time() - start
+    finally:
+        keras.mixed_precision.set_global_policy(previous_policy)
+
+    if dev is not None:
+        results["dev"] = evaluate_sts(encoder, dev)
+    if test is not None:
+        results["test"] = evaluate_sts(encoder, test)
+    results["stages"] = stages
+    encoder.save(directory / ENCODER_FILE)
+    reporting.write_metrics(directory, rows)
+    reporting.plot_training(
+        directory / reporting.PLOT_FILE, rows,
+        f"{DEV_NAME}_spearman" if dev is not None else None,
+        initial_spearman=results["dev_before_training"]["spearman"] if dev is not None else None,
+        stage_starts=stage_starts,
+    )
+    with open(directory / reporting.RESULTS_FILE, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2)
+        f.write("\n")
+    env.note(f"trained {len(stages)} stages in {train_seconds:.0f} s")
+    return results

@@ -1,0 +1,162 @@
+"""`train` with several --train files: interleaved (--sampling) and staged (--recipe).
+
+Tiny runs of the tiny checkpoint on demo pairs and an NLI file written from them.
+"""
+
+import csv
+import json
+import shlex
+
+import numpy as np
+import pytest
+
+from recipes.commands.train import train as train_command
+from recipes.multi_dataset import resolve_per_train_options
+from tests.recipes.conftest import demo_rows
+from tests.recipes.conftest import write_pair_tsv
+from tests.recipes.test_cli import assert_one_line_error
+
+SMALL = ["--epochs", 1, "--batch-size", 4, "--max-length", 16]
+
+
+def write_nli(path, rows):
+    """Each pair as an entailment, the next row's hypothesis as a contradiction."""
+    with open(path, "w", encoding="utf-8") as f:
+        for i, (first, second, _) in enumerate(rows):
+            other = rows[(i + 1) % len(rows)][1]
+            for hypothesis, label in ((second, "entailment"), (other, "contradiction")):
+                f.write(json.dumps({"sentence1": first, "sentence2": hypothesis,
+                                    "label": label}) + "\n")
+    return path
+
+
+@pytest.fixture
+def two_files(tmp_path):
+    rows = demo_rows("train")
+    return (write_pair_tsv(tmp_path / "sts.tsv", rows[:16]),
+            write_nli(tmp_path / "nli.jsonl", rows[16:24]))
+
+
+def replayed_options(command):
+    """The options the stored command gives `train`, resolved as `train` resolves them."""
+    words = shlex.split(command)
+    with train_command.make_context("train", words[words.index("train") + 1:]) as ctx:
+        options = dict(ctx.params)
+        resolve_per_train_options(ctx, options)
+    return options
+
+
+def test_two_datasets_train_together_log_each_loss_and_replay(cli, tiny_checkpoint, two_files,
+                                                              small_dev, tmp_path):
+    sts, nli = two_files
+    output = tmp_path / "run"
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", sts, "--train", nli,
+                 "--format", "pair-tsv", "--format", "nli-jsonl", "--loss", "cosent",
+                 "--loss", "infonce", "--sampling", "round-robin", "--dev", small_dev,
+                 "--eval-format", "pair-tsv",
+                 *SMALL, "--output", output)
+    assert result.exit_code == 0, result.output
+    rows = json.loads((output / "metrics.json").read_text())
+    assert {"loss", "loss_cosent", "loss_infonce", "dev_spearman"} <= set(rows[0])
+    assert np.isfinite(rows[0]["loss_cosent"]) and np.isfinite(rows[0]["loss_infonce"])
+    tasks = json.loads((output / "results.json").read_text())["train_tasks"]
+    # 16 pairs and 8 (premise, entailment, contradiction) triplets in batches of 4;
+    # round-robin stops when the smaller is used up.
+    assert [(t["loss"], t["rows"], t["batches_per_epoch"]) for t in tasks] == [
+        ("cosent", 16, 2), ("infonce", 8, 2)]
+    record = json.loads((output / "config.json").read_text())
+    config = record["config"]
+    assert config["sampling"] == "round-robin"
+    assert config["train"] == [str(sts), str(nli)] and config["loss"] == ["cosent", "infonce"]
+    assert len(config["data_sha256"]["train"]) == 2
+    replayed = replayed_options(record["command"])
+    for key in ("train", "format", "loss", "sampling"):
+        assert replayed[key] == config[key], key
+    # The same command again finds the same run.
+    again = cli(*shlex.split(record["command"])[1:])
+    assert again.exit_code == 0 and "already holds this run" in again.output
+
+
+def test_a_single_train_keeps_its_old_configuration(trained_run):
+    config = json.loads((trained_run["output"] / "config.json").read_text())["config"]
+    assert isinstance(config["train"], str) and config["loss"] == "cosent"
+    assert config["format"] == "pair-tsv"
+    assert not {"sampling", "staged", "stage_epochs"} & set(config)
+
+
+@pytest.mark.parametrize("options, fragments", [
+    (["--loss", "cosent", "--loss", "infonce", "--loss", "cosent"],
+     ["--loss", "given 3 times for 2 --train file(s)"]),
+    (["--format", "pair-tsv", "--format", "nli-jsonl", "--format", "tsv"], ["--format"]),
+    (["--stage-epochs", "1,2"], ["--stage-epochs", "--staged runs only"]),
+    (["--staged", "--stage-epochs", "1"], ["--stage-epochs", "gives 1 stage(s) for 2"]),
+    (["--staged", "--sampling", "round-robin"], ["--sampling"]),
+])
+def test_mismatched_per_train_options_are_one_line_errors(cli, two_files, tmp_path, options,
+                                                          fragments):
+    sts, nli = two_files
+    result = cli("train", "--train", sts, "--train", nli, *options, "--output", tmp_path / "r")
+    assert_one_line_error(result, *fragments)
+
+
+def test_sampling_needs_several_files(cli, small_train, tmp_path):
+    result = cli("train", "--train", small_train, "--sampling", "proportional",
+                 "--output", tmp_path / "r")
+    assert_one_line_error(result, "--sampling", "needs several --train files")
+
+
+def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_files, small_dev,
+                                                     tmp_path):
+    sts, nli = two_files
+    output = tmp_path / "staged"
+    result = cli("train", "--recipe", "nli-infonce-then-sts-cosent", "--backbone",
+                 tiny_checkpoint, "--train", nli, "--train", sts, "--dev", small_dev,
+                 "--stage-epochs", "1,2", "--batch-size", 4, "--max-length", 16,
+                 "--output", output)
+    assert result.exit_code == 0, result.output
+    with open(output / "metrics.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["epoch"], r["stage"], r["stage_loss"]) for r in rows] == [
+        ("1", "1", "infonce"), ("2", "2", "cosent"), ("3", "2", "cosent")]
+    assert all(r["dev_spearman"] not in ("", None) for r in rows)
+    assert (output / "training.png").is_file()
+    results = json.loads((output / "results.json").read_text())
+    assert [(s["loss"], s["format"], s["epochs"]) for s in results["stages"]] == [
+        ("infonce", "nli-jsonl", 1), ("cosent", "pair-tsv", 2)]
+    record = json.loads((output / "config.json").read_text())
+    assert record["config"]["staged"] is True and record["config"]["eval_format"] == "pair-tsv"
+    replayed = replayed_options(record["command"])
+    assert replayed["staged"] is True and replayed["stage_epochs"] == "1,2"
+    assert replayed["loss"] == ["infonce", "cosent"]
+
+
+@pytest.mark.slow
+def test_a_killed_multi_dataset_run_resumes_to_the_uninterrupted_weights(
+    cli, tiny_checkpoint, tmp_path
+):
+    from tests.recipes.test_resume import EPOCHS
+    from tests.recipes.test_resume import _kill_after_first_epoch
+    from tests.recipes.test_resume import _metrics
+    from tests.recipes.test_resume import _train_args
+    from tests.recipes.test_resume import _weights
+
+    rows = demo_rows("train")
+    sts = write_pair_tsv(tmp_path / "sts.tsv", rows[:64])
+    nli = write_nli(tmp_path / "nli.jsonl", rows[64:96])
+    dev = write_pair_tsv(tmp_path / "dev.tsv", demo_rows("dev")[:24])
+    extra = ["--train", nli, "--format", "pair-tsv", "--format", "nli-jsonl", "--loss", "cosent",
+             "--loss", "infonce", "--eval-format", "pair-tsv"]
+    reference = tmp_path / "reference"
+    result = cli(*_train_args(tiny_checkpoint, sts, dev, reference, *extra))
+    assert result.exit_code == 0, result.output
+    output = tmp_path / "run"
+    _, saved = _kill_after_first_epoch(_train_args(tiny_checkpoint, sts, dev, output, *extra),
+                                       tmp_path / ".run.resume")
+    assert 1 <= saved < EPOCHS
+    resumed = cli(*_train_args(tiny_checkpoint, sts, dev, output, *extra, "--resume"))
+    assert resumed.exit_code == 0, resumed.output
+    assert "resuming the interrupted run" in resumed.output
+    for e, g in zip(_weights(reference / "encoder.keras"), _weights(output / "encoder.keras")):
+        np.testing.assert_allclose(g, e, atol=1e-6, rtol=0)
+    for r, e in zip(_metrics(output), _metrics(reference)):
+        np.testing.assert_allclose([r[k] for k in r], [e[k] for k in e], rtol=1e-5)

@@ -1,0 +1,100 @@
+"""`build_multi`: each batch is trained with its own dataset's loss, logged per task.
+
+With a learning rate too small to move the weights (and no dropout), an epoch's
+logged means are the means of the NumPy references applied to each batch's
+embeddings: CoSENT on the pair batches, the triplet loss on the triplet batches.
+"""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+import keras_cosent
+from keras_cosent.compat import optimizer_learning_rate
+from keras_cosent.data import PairDataset
+from keras_cosent.training import Task
+from keras_cosent.training import build_multi
+from tests.losses.test_cosent_loss import reference_cosent
+from tests.losses.test_cosent_loss import reference_cosines
+from tests.losses.test_triplet_loss import reference as reference_triplet
+from tests.training.test_builder import FIRST
+from tests.training.test_builder import SECOND
+from tests.training.test_builder import pairs
+from tests.training.test_builder import tiny_encoder
+
+
+def triplets():
+    return PairDataset([FIRST[:4], SECOND[:4], SECOND[4:]], None, source="triplets")
+
+
+class ServeEpoch(keras.callbacks.Callback):
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.batches.set_epoch(epoch)
+
+
+# Keras weights the logged `loss` of a step by the leading size of the first input
+# array: with packing, the packed rows. Unpacked batches all weigh batch_size.
+@pytest.mark.parametrize("sampling, packing", [("proportional", True), ("round-robin", False)])
+def test_each_batch_gets_its_own_datasets_loss(sampling, packing):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the unused BERT pooler gets no gradient
+        setup = build_multi(
+            tiny_encoder(), [(pairs(), "cosent", {"scale": 20.0}),
+                             Task(triplets(), "triplet", {"margin": 0.5}, name="nli")],
+            sampling=sampling, batch_size=2, epochs=1, learning_rate=1e-12, warmup=0.0,
+            packing=packing,
+        )
+        expected = {"cosent": [], "nli": []}
+        for i in range(len(setup.batches)):
+            x, y = setup.batches[i]
+            embeddings = np.asarray(keras.ops.convert_to_numpy(setup.model(x)), "float64")
+            if int(y[0, 1]) == 0:
+                assert embeddings.shape[1] == 2
+                expected["cosent"].append(
+                    reference_cosent(y[:, 0], reference_cosines(embeddings), 20.0))
+            else:
+                assert embeddings.shape[1] == 3
+                expected["nli"].append(reference_triplet(embeddings, 0.5, "cosine"))
+        # Keras ends an epoch of the batches once before training (after building the
+        # model on a batch); the callback serves epoch 0, as ResumableTraining does.
+        history = setup.model.fit(setup.batches, epochs=1, shuffle=False, verbose=0,
+                                  callbacks=[ServeEpoch(setup.batches)]).history
+    counts = setup.batches.batches_per_task
+    assert counts == ([4, 2] if sampling == "proportional" else [2, 2])
+    assert [len(expected["cosent"]), len(expected["nli"])] == counts
+    np.testing.assert_allclose(history["loss_cosent"][0], np.mean(expected["cosent"]), rtol=1e-4)
+    np.testing.assert_allclose(history["loss_nli"][0], np.mean(expected["nli"]), rtol=1e-4)
+    if not packing:
+        everything = expected["cosent"] + expected["nli"]
+        np.testing.assert_allclose(history["loss"][0], np.mean(everything), rtol=1e-4)
+
+
+def test_one_schedule_spans_every_step():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        setup = build_multi(tiny_encoder(), [(pairs(), "cosent"), (triplets(), "triplet")],
+                            batch_size=2, epochs=3, learning_rate=1e-3)
+    assert len(setup.batches) == 4 + 2
+    assert optimizer_learning_rate(setup.optimizer).total_steps == 3 * (4 + 2)
+
+
+@pytest.mark.parametrize("tasks, match", [
+    ([], "`tasks` is empty"),
+    ([(pairs(), "sbert-softmax")], "trains a head"),
+    ([("not a dataset", "cosent")], "PairDataset"),
+    ([(pairs(), "cosent", {}, "extra")], "tuple"),
+])
+def test_bad_tasks_are_named(tasks, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        build_multi(tiny_encoder(), tasks, batch_size=2)
+
+
+def test_bad_sampling_is_named():
+    with pytest.raises(ValueError, match="`sampling` should be one of"):
+        build_multi(tiny_encoder(), [(pairs(), "cosent")], sampling="random")
