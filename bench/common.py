@@ -8,6 +8,9 @@ that both stacks start from the same weights and see the same pairs.
 import os
 import pathlib
 import resource
+import subprocess
+import sys
+import time
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -90,3 +93,23 @@ def packed_pass_shapes(encoder, token_lists, batch_size):
     (the layout `SentenceEncoder` itself builds)."""
     return [inputs["token_ids"].shape
             for inputs, _ in encoder._packed_batches(token_lists, batch_size)]
+
+
+def run_logged(cmd, log):
+    """Runs `cmd` from the repository root (on its PYTHONPATH), stderr into the open file
+    `log`; returns (stdout, wall seconds). A failure stops the benchmark, naming the command."""
+    cmd = [str(c) for c in cmd]
+    print(f"[{time.strftime('%H:%M:%S')}] {' '.join(cmd)}", file=sys.stderr, flush=True)
+    log.write(f"\n### {' '.join(cmd)}\n")
+    log.flush()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    start = time.time()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=log,
+                          text=True)
+    seconds = time.time() - start
+    log.write(proc.stdout)
+    log.flush()
+    if proc.returncode != 0:
+        raise SystemExit(f"failed with exit code {proc.returncode}: {' '.join(cmd)}; see {log.name}")
+    return proc.stdout, seconds

@@ -45,10 +45,8 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -56,6 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT  # noqa: E402
+from bench.common import run_logged as run  # noqa: E402
 from bench.quality import load_splits  # noqa: E402
 from bench.quality import split_paths  # noqa: E402
 
@@ -206,25 +205,6 @@ def summarize(lines):
 
 
 # === Running ===
-
-
-def run(cmd, log):
-    """Runs `cmd` from the repository root, stderr into `log`; returns (stdout, wall seconds)."""
-    cmd = [str(c) for c in cmd]
-    print(f"[{time.strftime('%H:%M:%S')}] {' '.join(cmd)}", file=sys.stderr, flush=True)
-    log.write(f"\n### {' '.join(cmd)}\n")
-    log.flush()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    start = time.time()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=log,
-                          text=True)
-    seconds = time.time() - start
-    log.write(proc.stdout)
-    log.flush()
-    if proc.returncode != 0:
-        raise SystemExit(f"failed with exit code {proc.returncode}: {' '.join(cmd)}; see {log.name}")
-    return proc.stdout, seconds
 
 
 def main():

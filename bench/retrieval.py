@@ -31,35 +31,16 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import REPO_ROOT, shared_data_dir  # noqa: E402
+from bench.common import run_logged as run  # noqa: E402
 from bench import harness  # noqa: E402
 
 FIGURES = ("ndcg@10", "mrr@10", "recall@10", "map@100")
-
-
-def run(cmd, log):
-    """Runs `cmd` from the repository root; returns (stdout, wall seconds)."""
-    print(f"[{time.strftime('%H:%M:%S')}] {' '.join(map(str, cmd))}", file=sys.stderr, flush=True)
-    log.write(f"\n### {' '.join(map(str, cmd))}\n")
-    log.flush()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    start = time.time()
-    proc = subprocess.run([str(c) for c in cmd], cwd=REPO_ROOT, env=env,
-                          stdout=subprocess.PIPE, stderr=log, text=True)
-    seconds = time.time() - start
-    log.write(proc.stdout)
-    log.flush()
-    if proc.returncode != 0:
-        raise SystemExit(f"failed with exit code {proc.returncode}; see {log.name}")
-    return proc.stdout, seconds
 
 
 def evaluate(model, folder, split, backend, out_json, log):
