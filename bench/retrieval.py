@@ -14,9 +14,10 @@ config, machine, versions, git commit) and prints a table with the mean and
 spread over seeds.
 
 Variants of the keras run (`--variants`): `mined` (the recipe as it is),
-`in-batch` (`--mine-negatives 0`: in-batch negatives only) and `no-margin`
+`in-batch` (`--mine-negatives 0`: in-batch negatives only), `no-margin`
 (`--mine-relative-margin off`: mined negatives without the false-negative
-margin). `--dev slice:N` holds N train queries out as the dev split (for
+margin) and `drop-short` (`--mine-fill none`: rows the margin leaves without a
+negative are dropped, as the peer's mining does, instead of getting a random one). `--dev slice:N` holds N train queries out as the dev split (for
 sets such as OCNLI whose only other split is the one reported), so that
 training never sees them.
 
@@ -100,7 +101,7 @@ def carve_dev(train_folder, split, size, root, distractors=2500):
 
 
 VARIANTS = {"mined": [], "in-batch": ["--mine-negatives", 0],
-            "no-margin": ["--mine-relative-margin", "off"]}
+            "no-margin": ["--mine-relative-margin", "off"], "drop-short": ["--mine-fill", "none"]}
 
 
 def summarize(lines):

@@ -135,11 +135,16 @@ def mine_training_rows(config, encoder, env, backup_dir, directory):
         else:
             env.note(f"mining {count} hard negative(s) per row for {len(data.queries)} queries "
                      f"over {len(data.corpus)} documents with the starting encoder")
-            rows, _ = mine_hard_negatives(
+            fill = config["mine_fill"]
+            rows, report = mine_hard_negatives(
                 data.queries, data.corpus, data.qrels, encoder=encoder, num_negatives=count,
                 range_max=MINE_RANGE_MAX, relative_margin=fraction_or_none(config["mine_relative_margin"]),
-                batch_size=64,
+                fill=None if fill == "none" else fill, seed=config["seed"], batch_size=64,
             )
+            if report["filled_rows"]:
+                env.note(f"{report['filled_rows']} of {report['rows']} rows had fewer than "
+                         f"{count} negatives past the margin and were completed with random "
+                         "documents (--mine-fill random)")
         write_atomically(mined, lambda path: write_retrieval_triplets(rows, path))
     shutil.copyfile(mined, directory / MINED_FILE)
     train = read_retrieval_triplets(mined, num_negatives=count)

@@ -10,6 +10,14 @@ is kept; a candidate is then dropped when `score > positive_score - margin`
 margin), because the nearest neighbours above the positive are often unlabelled
 positives. From the survivors `num_negatives` are taken, the best ones
 (`sampling="top"`) or a seeded random draw in rank order (`sampling="random"`).
+
+A weak starting encoder often ranks the labelled positive low, so that every
+candidate in the window scores above it and the margin leaves the row with no
+negative; a trainer that drops such rows then never sees most of its data.
+`fill="random"` completes those rows with documents drawn at random (seeded)
+from the rest of the corpus: never a known positive, never a candidate the
+margin would drop (each draw is scored against the query); these are about as
+easy as in-batch negatives, so the row trains as it would without mining.
 """
 
 import numpy as np
@@ -25,6 +33,26 @@ def _as_ids_and_texts(items, what):
     return [str(i) for i in range(len(items))], items
 
 
+def _random_fill(rng, corpus_size, count, accept, acceptable):
+    """Up to `count` distinct corpus indices drawn by `rng` among the acceptable ones.
+
+    `accept(j)` judges one index; `acceptable()` gives the boolean mask over the
+    whole corpus, computed only when rejection sampling keeps missing.
+    """
+    chosen = []
+    for _ in range(64 * count):
+        if len(chosen) == count:
+            return chosen
+        j = int(rng.integers(corpus_size))
+        if j not in chosen and accept(j):
+            chosen.append(j)
+    mask = acceptable()
+    mask[chosen] = False
+    allowed = np.flatnonzero(mask)
+    extra = rng.choice(len(allowed), size=min(count - len(chosen), len(allowed)), replace=False)
+    return chosen + [int(j) for j in np.sort(allowed[extra])]
+
+
 def mine_hard_negatives(
     queries,
     corpus,
@@ -38,6 +66,7 @@ def mine_hard_negatives(
     margin=None,
     relative_margin=None,
     sampling="top",
+    fill=None,
     seed=0,
     batch_size=32,
     chunk_size=16384,
@@ -57,12 +86,18 @@ def mine_hard_negatives(
         margin: absolute margin below the positive's score, or `None`.
         relative_margin: relative margin in [0, 1), or `None`.
         sampling: `"top"` or `"random"` (seeded by `seed`).
+        fill: `None` (a row keeps the negatives it found) or `"random"`
+            (missing negatives are drawn at random, seeded by `seed`, from the
+            corpus documents that are neither known positives of the query
+            nor rejected by the margins).
 
     Returns:
         `rows`: lists `[query, positive, negative_1, ...]`, one per (query,
         positive), writable with `keras_cosent.data.write_retrieval_triplets`;
-        `report`: dict with `rows`, `short_rows` (rows with fewer negatives than
-        asked), `short_queries` and `num_negatives`.
+        `report`: dict with `rows`, `short_rows` (rows with fewer mined
+        negatives than asked), `short_queries`, `filled_rows` (short rows
+        completed by `fill`; fewer than `short_rows` only when the corpus has
+        too few documents left) and `num_negatives`.
 
     Example:
 
@@ -78,6 +113,8 @@ def mine_hard_negatives(
     """
     if sampling not in ("top", "random"):
         raise ValueError(f"`sampling` should be 'top' or 'random'. Received: {sampling!r}")
+    if fill not in (None, "random"):
+        raise ValueError(f"`fill` should be None or 'random'. Received: {fill!r}")
     if not 0 <= int(range_min) < int(range_max):
         raise ValueError(
             f"Expected 0 <= range_min < range_max. Received: range_min={range_min}, "
@@ -118,7 +155,7 @@ def mine_hard_negatives(
     k = min(int(range_max) + max_pos, c.shape[0])
     scores, indices = top_k(q, c, k, chunk_size=chunk_size, normalize=False, use_faiss=use_faiss)
     rng = np.random.default_rng(seed)
-    rows, short_rows, short_queries = [], 0, set()
+    rows, short_rows, short_queries, filled_rows = [], 0, set(), 0
     for qi, pos in enumerate(positive_index):
         pos_set = set(pos)
         candidates = [
@@ -126,12 +163,14 @@ def mine_hard_negatives(
         ][int(range_min) : int(range_max)]
         for p in pos:
             pos_score = float(q[qi] @ c[p])
-            kept = [
-                j
-                for s, j in candidates
-                if (margin is None or s <= pos_score - margin)
-                and (relative_margin is None or s <= pos_score * (1 - relative_margin))
-            ]
+
+            def passes(s):
+                # Works on one score or an array of them.
+                return (True if margin is None else s <= pos_score - margin) & (
+                    True if relative_margin is None else s <= pos_score * (1 - relative_margin)
+                )
+
+            kept = [j for s, j in candidates if passes(s)]
             if sampling == "random" and len(kept) > num_negatives:
                 chosen = np.sort(rng.choice(len(kept), size=num_negatives, replace=False))
                 kept = [kept[i] for i in chosen]
@@ -139,11 +178,26 @@ def mine_hard_negatives(
             if len(kept) < num_negatives:
                 short_rows += 1
                 short_queries.add(query_ids[qi])
+                if fill == "random":
+                    taken = list(pos_set | set(kept))
+
+                    def acceptable():
+                        mask = np.asarray(passes(c @ q[qi]), dtype=bool) & np.ones(len(c), bool)
+                        mask[taken] = False
+                        return mask
+
+                    kept += _random_fill(
+                        rng, c.shape[0], num_negatives - len(kept),
+                        lambda j: j not in taken and bool(passes(float(q[qi] @ c[j]))),
+                        acceptable,
+                    )
+                    filled_rows += len(kept) == num_negatives
             rows.append([query_texts[qi], doc_texts[p]] + [doc_texts[j] for j in kept])
     report = {
         "rows": len(rows),
         "short_rows": short_rows,
         "short_queries": len(short_queries),
+        "filled_rows": filled_rows,
         "num_negatives": int(num_negatives),
     }
     return rows, report

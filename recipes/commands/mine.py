@@ -48,7 +48,12 @@ from recipes.output_files import write_atomically
 @click.option("--sampling", type=click.Choice(("top", "random")), default="top",
               show_default=True,
               help="top: the best surviving candidates; random: a seeded draw among them.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sampling random.")
+@click.option("--fill", type=click.Choice(("none", "random")), default="none", show_default=True,
+              help="Rows left short of --num-negatives by the window and margins: 'none' "
+              "writes them short; 'random' completes them with random corpus documents "
+              "that are not positives and that the margins accept.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of --sampling random and --fill random.")
 @batch_size_option(default=64)
 @max_length_option
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
@@ -56,14 +61,15 @@ from recipes.output_files import write_atomically
 @backend_option
 @pass_environment
 def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, range_max,
-         margin, relative_margin, sampling, seed, batch_size, max_length, overwrite):
+         margin, relative_margin, sampling, fill, seed, batch_size, max_length, overwrite):
     """Mine hard negatives for each (query, positive) with MODEL.
 
     For each query the corpus is ranked by cosine; its known positives are
     removed, ranks [--range-min, --range-max) kept, candidates too close to the
     positive dropped (--margin, --relative-margin: the nearest neighbours are
     often unlabelled positives), and --num-negatives taken. Reports how many
-    queries got fewer negatives than asked (their rows are still written).
+    queries got fewer negatives than asked (their rows are still written, or
+    completed with random documents under --fill random).
 
     \b
     keras-cosent mine all-MiniLM-L6-v2 --queries train/queries.jsonl \\
@@ -109,18 +115,25 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         query_embeddings=np.asarray(query_embeddings),
         corpus_embeddings=np.asarray(corpus_embeddings),
         num_negatives=num_negatives, range_min=range_min, range_max=range_max,
-        margin=margin, relative_margin=relative_margin, sampling=sampling, seed=seed,
+        margin=margin, relative_margin=relative_margin, sampling=sampling,
+        fill=None if fill == "none" else fill, seed=seed,
     )
     write_atomically(output, lambda path: write_retrieval_triplets(rows, path))
     env.log(
         f"wrote {report['rows']} rows ({len(query_texts)} queries) with up to "
         f"{num_negatives} negatives to {output}"
     )
-    if report["short_rows"]:
+    if report["filled_rows"]:
         env.log(
-            f"{report['short_queries']} of {len(query_texts)} queries "
-            f"({report['short_rows']} rows) got fewer than {num_negatives} negatives; "
-            "widen --range-max or loosen the margins"
+            f"{report['filled_rows']} of {report['short_rows']} short rows were completed "
+            "with random documents (--fill random)"
+        )
+    if report["short_rows"] > report["filled_rows"]:
+        still = report["short_rows"] - report["filled_rows"]
+        env.log(
+            f"{still} rows ({report['short_queries']} of {len(query_texts)} queries had short "
+            f"rows) have fewer than {num_negatives} negatives; widen --range-max, loosen the "
+            "margins" + ("" if fill == "random" else " or use --fill random")
         )
     else:
         env.log(f"every row has {num_negatives} negatives")

@@ -142,7 +142,12 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option("--mine-negatives", type=click.IntRange(min=0), default=3, show_default=True,
               help="Hard negatives mined per row for --train-retrieval, from each query's 50 "
               "nearest non-positive documents (0: in-batch negatives only). Rows that get "
-              "fewer are left out, and counted.")
+              "fewer are counted, and completed or left out as --mine-fill says.")
+@click.option("--mine-fill", type=click.Choice(("random", "none")), default="random",
+              show_default=True,
+              help="Rows the margin leaves short of --mine-negatives: 'random' completes them "
+              "with random corpus documents the margin accepts (seeded by --seed), so every "
+              "row trains; 'none' leaves them out.")
 @click.option("--mine-relative-margin", type=FractionOrOff(), default=None,
               show_default="none",
               help="When mining, drop candidates whose cosine exceeds the positive's times "
@@ -343,7 +348,8 @@ def check_combinations(ctx, options):
         )
     if options["train_retrieval"] is None:
         defaults = {p.name: p.default for p in ctx.command.params}
-        for name in ("train_retrieval_split", "mine_negatives", "mine_relative_margin"):
+        for name in ("train_retrieval_split", "mine_negatives", "mine_relative_margin",
+                     "mine_fill"):
             # The stored replay command spells every option out, defaults included.
             if (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
                     and options[name] != defaults[name]):

@@ -9,7 +9,11 @@ mined negatives: scale 20 (temperature 0.05), in-batch negatives plus one
 mined negative per row, no text twice in a batch, rows that share a positive
 not counted as each other's negatives (false-negative masking). Mining skips
 candidates scoring above 95% of the positive's cosine (`--mine-relative-margin
-0.05`, NV-Retriever's "TopK-PercPos"), which are often unlabelled positives.
+0.05`, NV-Retriever's "TopK-PercPos"), which are often unlabelled positives. A
+weak starting model ranks many positives so low that no nearby candidate
+passes the margin; those rows get a random document the margin accepts
+instead (`--mine-fill random`, the default) rather than being dropped, so every
+row trains (BENCHMARKS.md measures what dropping them costs).
 nDCG@10 on `--dev-retrieval` is measured after every epoch and the best
 epoch's weights are the saved encoder (`--keep-best ir_dev_ndcg@10`).
 

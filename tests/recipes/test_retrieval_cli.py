@@ -311,8 +311,19 @@ def test_mine_is_deterministic_and_reports_short_rows(cli, tiny_checkpoint, tmp_
     result = mine_cli(cli, folder, short, "--range-max", 2, "--num-negatives", 3,
                       "--max-length", 16, model=tiny_checkpoint)
     assert result.exit_code == 0, result.output
-    assert "20 of 20 queries (20 rows) got fewer than 3 negatives" in result.stdout
-    assert all(len(r["negatives"]) == 2 for r in read_jsonl(short))
+    assert ("20 rows (20 of 20 queries had short rows) have fewer than 3 negatives"
+            in result.stdout)
+    short_rows = read_jsonl(short)
+    assert all(len(r["negatives"]) == 2 for r in short_rows)
+    filled = tmp_path / "filled.jsonl"
+    result = mine_cli(cli, folder, filled, "--range-max", 2, "--num-negatives", 3,
+                      "--fill", "random", "--max-length", 16, model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert "20 of 20 short rows were completed with random documents" in result.stdout
+    # The two mined negatives are kept; the third is another row's document.
+    for row, mined in zip(read_jsonl(filled), short_rows):
+        assert row["negatives"][:2] == mined["negatives"]
+        assert row["negatives"][2] not in (row["positive"], *mined["negatives"])
 
     # Without --qrels, the query on line i pairs with the document on line i.
     paired = tmp_path / "paired.jsonl"

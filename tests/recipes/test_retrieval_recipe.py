@@ -45,6 +45,21 @@ def recipe_args(tiny_checkpoint, folders, output, *extra):
             "--mine-negatives", 2, "--output", output, *extra)
 
 
+def record_mining(monkeypatch):
+    """Records the `fill` and `seed` the recipe mines with (the library tests check what they do)."""
+    import keras_cosent.retrieval
+
+    calls = []
+    original = keras_cosent.retrieval.mine_hard_negatives
+
+    def recording(*args, **kwargs):
+        calls.append({k: kwargs.get(k) for k in ("fill", "seed")})
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(keras_cosent.retrieval, "mine_hard_negatives", recording)
+    return calls
+
+
 def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
         cli, tiny_checkpoint, folders, tmp_path, monkeypatch):
     built = []
@@ -55,6 +70,7 @@ def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
         return built[-1]
 
     monkeypatch.setattr(recipes.training, "build", recording_build)
+    mining_calls = record_mining(monkeypatch)
     output = tmp_path / "run"
     result = cli(*recipe_args(tiny_checkpoint, folders, output))
     assert result.exit_code == 0, result.output
@@ -63,9 +79,12 @@ def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
     mined = read_jsonl(output / "mined.jsonl")
     train_queries = {r["_id"]: r["text"] for r in read_jsonl(folders["train"] / "queries.jsonl")}
     assert [row["query"] for row in mined] == list(train_queries.values())
-    assert all(len(row["negatives"]) <= 2 for row in mined)
     # The random tiny model scores everything alike, so the recipe's relative margin
-    # leaves some rows short: they are left out, and counted.
+    # leaves some rows short, and no document of the corpus passes it to complete them
+    # (--mine-fill random, the default, draws only documents the margin accepts): they
+    # are left out, and counted.
+    assert mining_calls == [{"fill": "random", "seed": 42}]
+    assert all(len(row["negatives"]) <= 2 for row in mined)
     full = [row for row in mined if len(row["negatives"]) == 2]
     assert 8 <= len(full) < 24
     assert f"{24 - len(full)} of 24 mined rows got fewer than 2 negatives" in result.stderr
@@ -107,12 +126,28 @@ def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
     config = record["config"]
     assert config["loss"] == "infonce" and config["keep_best"] == "ir_dev_ndcg@10"
     assert config["mine_negatives"] == 2 and config["mine_relative_margin"] == 0.05
+    assert config["mine_fill"] == "random"
     assert config["train_retrieval_split"] == "train" and "train_retrieval" in config["data_sha256"]
     words = shlex.split(record["command"])
     assert words[:4] == ["keras-cosent", "--backend", words[2], "train"]
     result = cli(*words[1:])
     assert result.exit_code == 0, result.output
     assert "already holds this run" in result.output
+
+
+def test_mine_fill_none_is_passed_on_and_replayed(
+        cli, tiny_checkpoint, folders, tmp_path, monkeypatch):
+    mining_calls = record_mining(monkeypatch)
+    output = tmp_path / "run"
+    args = list(recipe_args(tiny_checkpoint, folders, output, "--mine-fill", "none",
+                            "--seed", 5))
+    args[args.index("--epochs") + 1] = 1
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    assert mining_calls == [{"fill": None, "seed": 5}]
+    record = json.loads((output / "config.json").read_text())
+    words = shlex.split(record["command"])
+    assert words[words.index("--mine-fill") + 1] == "none"
 
 
 def test_relative_margin_off_overrides_the_recipe(cli, tiny_checkpoint, folders, tmp_path):

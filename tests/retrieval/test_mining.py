@@ -31,7 +31,8 @@ def test_excludes_positives_and_keeps_rank_order():
     # Two rows, one per positive. Positives removed; best remaining: unlabelled_dup, n1.
     assert [r[:2] for r in rows] == [["the query", "text pos"], ["the query", "text other_pos"]]
     assert rows[0][2:] == ["text unlabelled_dup", "text n1"]
-    assert report == {"rows": 2, "short_rows": 0, "short_queries": 0, "num_negatives": 2}
+    assert report == {"rows": 2, "short_rows": 0, "short_queries": 0, "filled_rows": 0,
+                      "num_negatives": 2}
 
 
 def test_absolute_margin_drops_candidates_near_or_above_positive():
@@ -54,6 +55,43 @@ def test_relative_margin_and_range_and_shortfall():
     assert rows[0][2:] == ["text n1", "text n2"]
 
 
+def test_random_fill_completes_short_rows_with_documents_the_margin_accepts():
+    # As above, "pos" keeps n3 and may add only documents under 0.606 outside the
+    # positives: "far" alone, so the row stays one short. "other_pos" (threshold
+    # cos(10)*0.7 = 0.689) keeps n2, n3 from the window and gets "far" outside it.
+    rows, report = mine(num_negatives=3, relative_margin=0.3, range_max=4, fill="random")
+    assert rows[0][2:] == ["text n3", "text far"]
+    assert rows[1][2:] == ["text n2", "text n3", "text far"]
+    assert report["short_rows"] == 2 and report["filled_rows"] == 1
+    unfilled, _ = mine(num_negatives=3, relative_margin=0.3, range_max=4)
+    assert [r[:len(u)] for r, u in zip(rows, unfilled)] == unfilled
+
+
+def test_random_fill_draws_seeded_varied_negatives_below_the_margin():
+    rng = np.random.default_rng(0)
+    docs = rng.normal(size=(400, 8))
+    queries = rng.normal(size=(30, 8))
+    positives = [[int(i)] for i in rng.integers(400, size=30)]
+    corpus = [f"d{i}" for i in range(400)]
+    kwargs = dict(query_embeddings=queries, corpus_embeddings=docs, num_negatives=2,
+                  range_max=5, relative_margin=0.2, fill="random", seed=7)
+    rows, report = mine_hard_negatives([f"q{i}" for i in range(30)], corpus, positives, **kwargs)
+    again, _ = mine_hard_negatives([f"q{i}" for i in range(30)], corpus, positives, **kwargs)
+    assert rows == again and report["filled_rows"] == report["short_rows"] > 0
+    qn = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    dn = docs / np.linalg.norm(docs, axis=1, keepdims=True)
+    drawn = set()
+    for i, row in enumerate(rows):
+        assert len(row) == 4 and len(set(row[2:])) == 2
+        pos_score = qn[i] @ dn[positives[i][0]]
+        for text in row[2:]:
+            j = int(text[1:])
+            assert j != positives[i][0]
+            assert qn[i] @ dn[j] <= pos_score * 0.8 + 1e-12
+            drawn.add(j)
+    assert len(drawn) > 20
+
+
 def test_random_sampling_is_seeded_and_within_window(tmp_path):
     a, _ = mine(num_negatives=2, sampling="random", seed=3)
     b, _ = mine(num_negatives=2, sampling="random", seed=3)
@@ -69,6 +107,8 @@ def test_random_sampling_is_seeded_and_within_window(tmp_path):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="sampling"):
         mine(sampling="best")
+    with pytest.raises(ValueError, match="`fill`.*'hard'"):
+        mine(fill="hard")
     with pytest.raises(ValueError, match="range_min"):
         mine(range_min=5, range_max=5)
     with pytest.raises(ValueError, match="unknown documents"):
