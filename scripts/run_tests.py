@@ -1,9 +1,10 @@
 """Runs pytest once per Keras backend and prints one combined result line.
 
 Keras picks its backend when it is first imported, so each backend needs its own
-process. The processes run `--jobs` at a time (default 2, one per core of the
-2-core machines the suite is budgeted on: most of a test's time is single-threaded
-compilation and Python); each one's output is printed whole when it ends.
+process. The processes run `--jobs` at a time (default 3: all at once; on the
+2-core machines the suite is budgeted on most of a test's time is single-threaded
+compilation and Python, and with two at a time one core idled while the last
+backend ran alone); each one's output is printed whole when it ends.
 Usage: `python scripts/run_tests.py [--backends tensorflow,jax,torch] [--jobs N] [pytest args]`.
 """
 
@@ -63,7 +64,7 @@ def _finish(run):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--backends", default=",".join(BACKENDS))
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=3)
     args, pytest_args = parser.parse_known_args()
     backends = [b for b in args.backends.split(",") if b]
     totals = [0, 0, 0]

@@ -59,10 +59,19 @@ END_TO_END_DIRS = ("recipes",)
 END_TO_END_BACKEND = "torch"
 
 
+# Likewise tests marked `heavy`: model-training checks (several fit steps, a
+# restored fit, a reference fit step) of code whose backend-specific parts other
+# default tests cover on every backend; XLA compiles each for tens of seconds on
+# TensorFlow and JAX. They run in the PyTorch process by default, everywhere with
+# `-m slow`.
+
+
 def pytest_collection_modifyitems(config, items):
     if keras.backend.backend() == END_TO_END_BACKEND:
         return
     for item in items:
         parts = pathlib.Path(str(item.fspath)).relative_to(REPO_ROOT).parts
         if len(parts) > 1 and parts[0] == "tests" and parts[1] in END_TO_END_DIRS:
+            item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("heavy") is not None:
             item.add_marker(pytest.mark.slow)

@@ -72,6 +72,7 @@ def _weights(model):
     return [keras.ops.convert_to_numpy(w) for w in model.weights]
 
 
+@pytest.mark.heavy
 def test_a_restored_fit_ends_with_the_uninterrupted_weights(tmp_path):
     stop_after = 0
     setup, initial = _setup()
@@ -122,6 +123,7 @@ def test_set_epoch_rejects_a_negative_epoch():
         setup.batches.set_epoch(-1)
 
 
+@pytest.mark.heavy
 def test_docstring_example_runs():
     import doctest
 

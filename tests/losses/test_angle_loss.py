@@ -109,6 +109,7 @@ def test_mixed_float16():
     helpers.check_mixed_float16(AnglELoss(), x, rng.uniform(0, 5, 16), columns=2, dim=8)
 
 
+@pytest.mark.heavy
 def test_matches_sentence_transformers():
     st_losses = pytest.importorskip("sentence_transformers.sentence_transformer.losses")
     torch = pytest.importorskip("torch")

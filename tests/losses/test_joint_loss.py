@@ -80,6 +80,7 @@ def test_a_threshold_on_a_batch_level_loss_is_refused():
         loss(scores, pairs)
 
 
+@pytest.mark.heavy
 def test_siamese_encoder_logs_every_term_and_the_total_is_their_weighted_sum():
     import keras_hub
 

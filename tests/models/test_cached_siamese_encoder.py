@@ -115,6 +115,7 @@ def test_step_equals_the_uncached_step_without_dropout(name):
         assert {"loss_matryoshka", "loss_infonce"} <= set(cached[0])
 
 
+@pytest.mark.heavy
 def test_dropout_masks_are_replayed():
     x, y = batch(3)
     loss = InfoNCELoss(temperature=0.1)

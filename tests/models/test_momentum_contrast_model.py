@@ -37,6 +37,7 @@ def _model(queue_size=5, momentum=0.8, learning_rate=0.5):
     return model
 
 
+@pytest.mark.heavy
 def test_momentum_weights_follow_the_ema_formula_after_k_steps():
     model, mu = _model(momentum=0.8), 0.8
     encoder_weights = model.encoder.trainable_variables
@@ -75,6 +76,7 @@ def test_the_queue_is_first_in_first_out_with_wrap_around():
             assert np.any(np.all(filled == key, axis=1))
 
 
+@pytest.mark.heavy
 def test_a_train_step_queues_the_momentum_embeddings_of_the_positives():
     model = _model(queue_size=7, momentum=0.5)
     first, second = _batch(3, 10), _batch(4, 11)

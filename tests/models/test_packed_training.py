@@ -107,6 +107,7 @@ def _train(packing, epochs=3):
     return history.history["loss"], [ops.convert_to_numpy(w) for w in model.trainable_weights]
 
 
+@pytest.mark.heavy
 def test_packed_training_takes_the_same_steps_as_padded():
     # Same start, same batches, no dropout: the same function has the same
     # gradients, so every weight must follow the same path through 9 steps.

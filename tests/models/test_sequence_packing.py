@@ -93,7 +93,8 @@ def test_packed_batches_lay_out_each_sentence_whole():
 # (a second layer's output) in the default run; the other poolings, whose packed
 # path is the masked reduction mean already takes, on demand (-m slow).
 POOLINGS = [
-    "mean", "cls", "first_last_avg",
+    "cls",
+    *(pytest.param(p, marks=pytest.mark.heavy) for p in ("mean", "first_last_avg")),
     *(pytest.param(p, marks=pytest.mark.slow) for p in ("max", "mean_sqrt_len", "weighted_mean")),
 ]
 

@@ -46,6 +46,7 @@ class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         return keras.ops.where(step < self.warmup, up, down)
 
 
+@pytest.mark.heavy
 def test_build_trains_as_the_published_set_up_does():
     epochs, batch, lr = 2, 4, 1e-3
     setup = build(tiny_encoder(), pairs(), "cosent", batch_size=batch, epochs=epochs,
@@ -77,8 +78,12 @@ def test_build_trains_as_the_published_set_up_does():
 FIT = ("sbert-softmax", "infonce", "simcse")
 
 
-@pytest.mark.parametrize("name", ["cosent", "angle", "cosine-mse", "sbert-softmax", "infonce",
-                                  "simcse"])
+@pytest.mark.parametrize("name", [
+    "cosent", "angle", "cosine-mse", "sbert-softmax",
+    # These two fit an epoch of InfoNCE, which test_infonce_loss covers on every backend.
+    pytest.param("infonce", marks=pytest.mark.heavy),
+    pytest.param("simcse", marks=pytest.mark.heavy),
+])
 def test_every_objective_builds(name):
     setup = build(tiny_encoder(), pairs(), name, batch_size=4, epochs=1, learning_rate=1e-3)
     if name in FIT:
@@ -106,7 +111,11 @@ def test_an_unknown_objective_lists_the_known_ones():
         build(tiny_encoder(), pairs(), "cosnet")
 
 
-@pytest.mark.parametrize("policy,scaled", [("mixed_float16", True), ("mixed_bfloat16", False)])
+@pytest.mark.parametrize("policy,scaled", [
+    # float16 is for GPUs (XLA on CPU has no float16 product); bfloat16 runs everywhere.
+    pytest.param("mixed_float16", True, marks=pytest.mark.heavy),
+    ("mixed_bfloat16", False),
+])
 def test_mixed_precision_scales_float16_losses_only_and_keeps_the_loss_float32(policy, scaled):
     # What `keras-cosent train --mixed-precision POLICY` does: build under the policy.
     previous = keras.mixed_precision.global_policy()

@@ -68,6 +68,7 @@ def _expected_columns(name):
     return [[text for text, _ in TOPICS]]
 
 
+@pytest.mark.heavy
 def test_ntxent_trains_on_the_entailment_pairs_of_an_nli_file(tmp_path):
     path = write_nli(tmp_path / "nli.jsonl")
     rows = OBJECTIVES["ntxent"].read(path, "nli-jsonl")
@@ -84,6 +85,7 @@ def test_ntxent_keeps_scored_pairs_above_2_5():
 
 
 @pytest.mark.parametrize("name", ["triplet", "margin-ranking"])
+@pytest.mark.heavy
 def test_triplet_losses_train_on_nli_triplets(tmp_path, name):
     path = write_nli(tmp_path / "nli.jsonl")
     rows = OBJECTIVES[name].read(path, "nli-jsonl")
@@ -93,6 +95,7 @@ def test_triplet_losses_train_on_nli_triplets(tmp_path, name):
     np.testing.assert_allclose(reported, float(loss(np.zeros(4), embeddings)), rtol=1e-4)
 
 
+@pytest.mark.heavy
 def test_margin_ranking_takes_several_negative_columns(tmp_path):
     path = tmp_path / "ranked.csv"
     path.write_text("query,positive,neg1,neg2\n"
@@ -109,6 +112,7 @@ def test_triplet_losses_refuse_pairs_naming_the_file(name):
         build(tiny_encoder(), pairs(), name, batch_size=4)
 
 
+@pytest.mark.heavy
 def test_supcon_trains_on_a_csv_of_texts_and_class_names(tmp_path):
     path = tmp_path / "topics.csv"
     path.write_text("text,topic\n" + "".join(f"{t},{c}\n" for t, c in TOPICS))
@@ -144,6 +148,7 @@ def _unit(x):
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
+@pytest.mark.heavy
 def test_matryoshka_loss_is_the_sum_over_truncations():
     dims = (8, 4, 2)
     setup = build(tiny_encoder(), pairs(), "cosent", batch_size=8, epochs=1, scale=20.0,

@@ -49,6 +49,7 @@ def test_bad_specs_are_named(spec, match):
         joint_objective(spec)
 
 
+@pytest.mark.heavy
 def test_one_fit_step_equals_the_numpy_reference():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the unused BERT pooler gets no gradient

@@ -41,6 +41,7 @@ class ServeEpoch(keras.callbacks.Callback):
 # Keras weights the logged `loss` of a step by the leading size of the first input
 # array: with packing, the packed rows. Unpacked batches all weigh batch_size.
 @pytest.mark.parametrize("sampling, packing", [("proportional", True), ("round-robin", False)])
+@pytest.mark.heavy
 def test_each_batch_gets_its_own_datasets_loss(sampling, packing):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the unused BERT pooler gets no gradient

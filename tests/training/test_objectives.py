@@ -49,6 +49,7 @@ def test_infonce_without_positive_pairs_names_the_file():
         OBJECTIVES["infonce"].prepare(low, "pair-tsv")
 
 
+@pytest.mark.heavy
 def test_a_registered_objective_is_usable_from_build_and_from_the_cli(tmp_path):
     from click.testing import CliRunner
 
