@@ -96,12 +96,16 @@ def main():
 
 
 def summary(results):
-    """Markdown table: per run, mean (min-max) over seeds of dev and test Spearman x 100."""
+    """Markdown table: per run, mean (min-max) over seeds of dev and test Spearman x 100
+    (results.json holds them x 100 already)."""
     lines = ["| run | seeds | dev | test |", "|---|---:|---:|---:|"]
     for name, by_seed in results["runs"].items():
+        before = [r["dev_before"] for r in by_seed.values()]
+        if name == next(iter(results["runs"])):
+            lines.append(f"| starting model | | {sum(before) / len(before):.2f} | |")
         cells = []
         for key in ("dev", "test"):
-            values = [100 * r[key] for r in by_seed.values()]
+            values = [r[key] for r in by_seed.values()]
             cells.append(f"{sum(values) / len(values):.2f} "
                          f"({min(values):.2f}-{max(values):.2f})")
         lines.append(f"| {name} | {len(by_seed)} | {cells[0]} | {cells[1]} |")
