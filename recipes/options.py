@@ -18,6 +18,8 @@ FORMATS = ("sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "tex
 KEEP_BEST_METRICS = ("dev_spearman", "ir_dev_ndcg@10", "ir_dev_mrr@10", "ir_dev_recall@10",
                      "ir_dev_map@100")
 POOLINGS = ("mean", "cls", "max", "mean_sqrt_len", "weighted_mean", "first_last_avg")
+# `train --distance`: the distances of keras_cosent.losses.TripletLoss.
+TRIPLET_DISTANCES = ("cosine", "euclidean")
 # `train --mixed-precision`: the Keras dtype policies it accepts.
 MIXED_PRECISION_POLICIES = ("mixed_bfloat16", "mixed_float16")
 

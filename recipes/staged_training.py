@@ -74,7 +74,8 @@ def train_stages(config, directory, env, backup_dir):
                 warmup=config["warmup"], weight_decay=config["weight_decay"],
                 seed=config["seed"], packing=config["packing"], data_format=data_format,
                 scale=config["scale"], temperature=config["temperature"],
-                margin=config.get("margin"), matryoshka_dims=matryoshka_dims,
+                margin=config.get("margin"), distance=config.get("distance"),
+                matryoshka_dims=matryoshka_dims,
             )
             log = backup_dir / STAGE_LOG.format(stage=stage)
             callbacks = []

@@ -48,6 +48,9 @@ MINED_FORMAT = "triplets-jsonl"
 MINE_RANGE_MAX = 50
 # `--keep-best`: the best epoch's weights, in the backup so that a resumed run keeps them.
 BEST_WEIGHTS = "best.weights.h5"
+# The columns of csv/tsv/jsonl evaluation files when the training file's are no pair.
+DEFAULT_EVAL_COLUMNS = ("sentence1", "sentence2")
+DEFAULT_EVAL_LABEL = "score"
 
 
 def read_datasets(config):
@@ -75,6 +78,7 @@ def read_datasets(config):
             train_file, train_format = config["train"], config["format"]
         train = get_objective(config["loss"]).read(train_file, train_format, columns,
                                                    label_column)
+    eval_columns, eval_label_column = evaluation_columns(config)
     evaluation = {}
     for split in ("dev", "test"):
         path, data_format = config[split], config["eval_format"]
@@ -83,10 +87,33 @@ def read_datasets(config):
         dataset = None
         if path is not None:
             dataset = data_loading.read_scored_pairs(
-                path, data_format, columns, label_column, option=f"--{split}"
+                path, data_format, eval_columns, eval_label_column, option=f"--{split}"
             )
         evaluation[split] = dataset
     return train, train_format, evaluation["dev"], evaluation["test"]
+
+
+def evaluation_columns(config):
+    """The text columns and score column of csv/tsv/jsonl --dev and --test files.
+
+    Evaluation files are scored pairs whatever the training file holds:
+    `--eval-text-columns`/`--eval-label-column` when given, else the training
+    file's `--text-columns`/`--label-column` when those name a pair (two
+    different text columns), else the defaults `sentence1,sentence2` and
+    `score` (so that `--loss supcon --text-columns text --label-column label`
+    still reads an STS dev file).
+    """
+    train_columns = parse_text_columns(config["text_columns"])
+    is_pair = len(train_columns) == 2 and train_columns[0] != train_columns[1]
+    if config.get("eval_text_columns") is not None:
+        columns = parse_text_columns(config["eval_text_columns"])
+    else:
+        columns = train_columns if is_pair else DEFAULT_EVAL_COLUMNS
+    label_column = config.get("eval_label_column")
+    if label_column is None:
+        use_train = is_pair and config.get("eval_text_columns") is None
+        label_column = config["label_column"] if use_train else DEFAULT_EVAL_LABEL
+    return columns, label_column
 
 
 def parse_matryoshka_dims(value, encoder, backbone):
@@ -240,6 +267,7 @@ def _train_encoder(config, directory, env, backup_dir):
                 scale=config["scale"],
                 temperature=config["temperature"],
                 margin=config.get("margin"),
+                distance=config.get("distance"),
                 matryoshka_dims=matryoshka_dims,
                 devices=config.get("devices", 1),
                 mini_batch_size=config.get("mini_batch_size"),

@@ -51,12 +51,17 @@ def triplet_loss(y_true, y_pred, margin=0.5, distance="cosine", mining=None):
         return ops.relu(
             _pair_distance(a, p, distance) - _pair_distance(a, n, distance) + margin
         )
-    if len(shape) != 2:
+    if len(shape) not in (2, 3):
         raise ValueError(
             "`TripletLoss(mining='batch_hard')` expects `y_pred` of shape "
-            f"(batch, dim) with class labels in `y_true`. Received shape {shape}."
+            "(batch, dim) or (batch, views, dim) with class labels in `y_true`. "
+            f"Received shape {shape}."
         )
     labels = ops.reshape(y_true, (-1,))
+    if len(shape) == 3:
+        # Views flattened, each with its row's label, as SupCon takes them.
+        labels = ops.repeat(labels, ops.shape(y_pred)[1])
+        y_pred = ops.reshape(y_pred, (-1, ops.shape(y_pred)[-1]))
     d = _distance_matrix(y_pred, distance)
     count = ops.shape(d)[0]
     ids = ops.arange(count)
@@ -81,7 +86,9 @@ class TripletLoss(keras.losses.Loss):
     With `mining=None`, `y_pred` is `(batch, 3, dim)` (anchor, positive,
     negative) and each row's loss is `max(0, d(a, p) - d(a, n) + margin)`;
     `y_true` is ignored. With `mining="batch_hard"`, `y_pred` is
-    `(batch, dim)`, `y_true` holds integer class labels, and each anchor uses
+    `(batch, dim)` or `(batch, views, dim)` (views flattened, each with its
+    row's label, as `SupConLoss` takes them; `keras-cosent train --loss
+    batch-hard-triplet`), `y_true` holds integer class labels, and each anchor uses
     its farthest positive (same label, other row) and nearest negative (other
     label) in the batch. Anchors with no positive or no negative in the batch
     are excluded; the result is the mean over the remaining anchors (a
@@ -99,7 +106,8 @@ class TripletLoss(keras.losses.Loss):
 
     Inputs:
         y_true: ignored (`mining=None`) or class labels `(batch,)`.
-        y_pred: `(batch, 3, dim)` or, batch-hard, `(batch, dim)`.
+        y_pred: `(batch, 3, dim)` or, batch-hard, `(batch, dim)` or
+            `(batch, views, dim)`.
 
     Returns:
         Float32 `(batch,)` losses, or a scalar with `mining="batch_hard"`.

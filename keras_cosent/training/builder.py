@@ -87,7 +87,8 @@ def build(
         objective: a name from `keras_cosent.training.OBJECTIVES` (`"cosent"`,
             `"infonce"`, `"simcse"`, `"angle"`, `"cosine-mse"`,
             `"sbert-softmax"`, `"ntxent"`, `"triplet"`, `"margin-ranking"`,
-            `"supcon"`, or one registered with `register_objective`) or an
+            `"supcon"`, `"batch-hard-triplet"`, or one registered with
+            `register_objective`) or an
             `Objective`.
         batch_size: rows per step.
         epochs: epochs the schedule spans (`fit` must be given the same).
@@ -139,7 +140,8 @@ def build(
             the two views of a sentence differ in length.
         **loss_options: the objective's loss options, e.g. `scale=20.0`
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
-            SupCon) or `margin=0.5` (triplet, margin ranking).
+            SupCon), `margin=0.5` (triplet, batch-hard triplet, margin
+            ranking) or `distance="euclidean"` (triplet, batch-hard triplet).
 
     Returns:
         A `TrainingSetup` with `model` (compiled), `batches`, `optimizer`,

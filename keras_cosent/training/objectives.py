@@ -28,7 +28,7 @@ SIMILAR_ABOVE = 2.5
 COLUMN_FORMATS = ("csv", "tsv", "jsonl")
 LABEL_MODES = ("score", "group", "class")
 # Below this expected share of rows with a same-class partner in their batch,
-# `supcon` warns: SupCon learns nothing from a row without one.
+# `supcon` and `batch-hard-triplet` warn: they learn nothing from a row without one.
 SUPCON_MIN_PAIRED = 0.5
 
 
@@ -284,8 +284,8 @@ def warn_few_positives(objective, dataset, batch_size):
     """Warns when few rows would share their batch with a row of their class.
 
     With one text column, a row with no other row of its class in its batch
-    has no positive and adds nothing to SupCon (a batch with no positive at
-    all has loss 0). For random batches of `batch_size` rows out of `N`, a row
+    has no positive and adds nothing to SupCon or batch-hard triplet (a batch
+    with no positive at all has loss 0). For random batches of `batch_size` rows out of `N`, a row
     of a class with `n` rows has such a partner with probability
     `1 - (1 - (n - 1) / (N - 1)) ** (batch_size - 1)`; below
     `SUPCON_MIN_PAIRED` on average, this warns with the way out.
@@ -300,7 +300,8 @@ def warn_few_positives(objective, dataset, batch_size):
         warnings.warn(
             f"objective {objective.name!r} on {dataset.source!r}: with {len(counts)} classes "
             f"and batch_size={batch_size}, only about {paired:.0%} of the rows share a batch "
-            "with another row of their class; SupCon learns nothing from the others. Raise "
+            f"with another row of their class; {objective.name} learns nothing from the "
+            "others. Raise "
             "the batch size, or name the text column twice (--text-columns text,text) so "
             "that each text's second dropout view is its positive.",
             stacklevel=3,
@@ -400,7 +401,7 @@ for _objective in (
     Objective(
         name="triplet",
         summary="triplet loss with a margin: (anchor, positive, negative) rows; NLI triplets",
-        loss=losses.TripletLoss, options=("margin",),
+        loss=losses.TripletLoss, options=("margin", "distance"),
         shape=functools.partial(negative_rows, negatives=1),
         reader_options=_triplets_from_nli, needs_labels=False,
     ),
@@ -415,6 +416,15 @@ for _objective in (
         name="supcon",
         summary="supervised contrastive (Khosla et al. 2020): texts with a class label column",
         loss=losses.SupConLoss, options=("temperature",), shape=labelled_texts,
+        reader_options=_class_labels, label_mode="class", min_batch_size=2,
+        check_batching=warn_few_positives,
+    ),
+    Objective(
+        name="batch-hard-triplet",
+        summary="batch-hard triplet (Hermans et al. 2017): each text's farthest same-class "
+        "and nearest other-class text in the batch; texts with a class label column",
+        loss=losses.TripletLoss, options=("margin", "distance"),
+        loss_kwargs=lambda d, f: {"mining": "batch_hard"}, shape=labelled_texts,
         reader_options=_class_labels, label_mode="class", min_batch_size=2,
         check_batching=warn_few_positives,
     ),

@@ -22,6 +22,8 @@ from recipes.options import INPUT_FILE
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
 from recipes.options import POSITIVE_FLOAT
+from recipes.options import TRIPLET_DISTANCES
+from recipes.options import _check_text_columns
 from recipes.options import backend_option
 from recipes.options import text_column_options
 from recipes.multi_dataset import SAMPLINGS
@@ -42,11 +44,18 @@ GUARD_DEFAULTS = {"guard_min_delta": 0.01, "guard_factor": 0.5, "guard_patience"
 ESIMCSE_OPTIONS = ("queue_size", "momentum", "word_repetition")
 # The objectives whose loss (InfoNCE) takes the momentum queue's negatives.
 QUEUE_LOSSES = ("infonce", "simcse")
+# Options recorded in config.json only when set, so that runs made before they
+# existed keep their configuration (and identity).
+OPTIONAL_OPTIONS = ("distance", "eval_text_columns", "eval_label_column")
 
 _RECIPE_WIDTH = max(len(name) for name in RECIPES)
 _RECIPE_LIST = "\n".join(
     f"  {name:<{_RECIPE_WIDTH}} {recipe.summary}" for name, recipe in RECIPES.items()
 )
+
+
+def _check_eval_text_columns(ctx, param, value):
+    return None if value is None else _check_text_columns(ctx, param, value)
 
 
 def _check_matryoshka_dims(ctx, param, value):
@@ -95,7 +104,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
     "positive[, negatives]) rows (scored pairs: those above 2.5), ntxent (anchor, positive) "
     "pairs (NLI: the entailments); triplet (anchor, positive, negative) and margin-ranking "
     "(query, positive, negatives...) rows (NLI: premise, entailment, contradiction); supcon "
-    "csv/tsv/jsonl texts with a class --label-column; simcse takes any sentences. Joint: "
+    "and batch-hard-triplet csv/tsv/jsonl texts with a class --label-column; simcse takes "
+    "any sentences. Joint: "
     "'infonce:1.0,cosent:0.5' trains the weighted sum on each batch (over scored pairs, "
     "infonce/ntxent count the pairs above 2.5), logging each term as loss_<name>. With "
     "several --train files: once (for all) or once per --train, in order.",
@@ -165,6 +175,16 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "files: once (for all) or once per --train, in order.")
 @click.option("--eval-format", type=click.Choice(FORMATS), default=None,
               show_default="same as (the last) --format", help="Format of --dev and --test.")
+@click.option("--eval-text-columns", default=None, callback=_check_eval_text_columns,
+              show_default="--text-columns when they name two different columns, else "
+              "sentence1,sentence2",
+              help="The two text columns of csv/tsv/jsonl --dev and --test files, which are "
+              "always scored pairs whatever --train holds (e.g. class-labelled texts for "
+              "supcon).")
+@click.option("--eval-label-column", default=None,
+              show_default="--label-column where --eval-text-columns defaults to "
+              "--text-columns, else score",
+              help="The score column of csv/tsv/jsonl --dev and --test files.")
 @text_column_options
 @click.option("--backbone", default="all-MiniLM-L6-v2", show_default=True,
               help="Model to fine-tune: the packaged all-MiniLM-L6-v2, a local Hugging Face "
@@ -193,8 +213,13 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option("--temperature", type=POSITIVE_FLOAT, default=0.05, show_default=True,
               help="Temperature of InfoNCE, SimCSE, NT-Xent and SupCon.")
 @click.option("--margin", type=click.FloatRange(min=0), default=None,
-              show_default="the loss's: triplet 0.5, margin-ranking 0.2",
-              help="Margin of the triplet and margin-ranking losses.")
+              show_default="the loss's: triplet and batch-hard-triplet 0.5, margin-ranking 0.2",
+              help="Margin of the triplet, batch-hard-triplet and margin-ranking losses.")
+@click.option("--distance", type=click.Choice(TRIPLET_DISTANCES), default=None,
+              show_default="the loss's: cosine",
+              help="Distance of the triplet and batch-hard-triplet losses: cosine (1 - cos) "
+              "or euclidean (the L2 distance; the encoder's embeddings have unit length, so "
+              "it is sqrt(2 - 2 cos)).")
 @click.option("--matryoshka-dims", default=None, callback=_check_matryoshka_dims,
               show_default="none (the loss on the full embeddings only)",
               help="Comma-separated embedding sizes, e.g. 384,256,128,64: train the loss on "
@@ -295,6 +320,12 @@ def train(ctx, env, **options):
             f"least {smallest} rows per batch (the other rows are the negatives)",
             param_hint="--batch-size",
         )
+    if options.get("distance") is not None and not any(
+            "distance" in _loss_options(get_objective(loss)) for loss in losses):
+        raise click.BadParameter(
+            f"sets the distance of the triplet losses (--loss triplet or batch-hard-triplet); "
+            f"--loss {options['loss']} has none", param_hint="--distance",
+        )
     config = build_config(env.backend, options, tuning=env.tuning)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if run_directory.check(config) == "same":
@@ -338,6 +369,12 @@ def train(ctx, env, **options):
     else:
         env.note("no --dev or --test given: nothing evaluated")
     env.note(f"run saved to {options['output']}")
+
+
+def _loss_options(objective):
+    """The loss options (`margin`, `distance`, ...) an objective, or any term of a joint one, takes."""
+    terms = getattr(objective, "terms", ()) or (objective,)
+    return {name for term in terms for name in term.options}
 
 
 def check_combinations(ctx, options):
@@ -466,7 +503,7 @@ def build_config(backend, options, tuning=True):
         from keras_cosent.models.momentum_contrast_model import ESIMCSE_MOMENTUM
 
         config["momentum"] = ESIMCSE_MOMENTUM
-    for name in ESIMCSE_OPTIONS:
+    for name in ESIMCSE_OPTIONS + OPTIONAL_OPTIONS:
         if config.get(name) is None:
             config.pop(name, None)
     # Off is recorded as False, as when --mixed-precision was a plain flag, so

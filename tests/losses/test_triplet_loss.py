@@ -54,6 +54,19 @@ def test_batch_hard_matches_reference(distance, labels):
 
 
 @pytest.mark.parametrize("distance", ["cosine", "euclidean"])
+def test_batch_hard_takes_views_each_with_its_rows_label(distance):
+    # (batch, views, dim), as the training model gives one or more text columns.
+    x = np.random.default_rng(2).normal(size=(5, 2, 4))
+    labels = np.array([0, 1, 0, 2, 1])
+    loss = keras_cosent.losses.TripletLoss(margin=0.3, distance=distance, mining="batch_hard")
+    np.testing.assert_allclose(
+        float(loss(labels, x.astype("float32"))),
+        reference_batch_hard(np.repeat(labels, 2), x.reshape(10, 4), 0.3, distance),
+        rtol=1e-5, atol=1e-7,
+    )
+
+
+@pytest.mark.parametrize("distance", ["cosine", "euclidean"])
 def test_finite_at_extremes_and_zero_margin(distance):
     a = np.eye(2, 4, dtype="float32")
     x = np.stack([a, a, -a], axis=1)

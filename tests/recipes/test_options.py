@@ -9,6 +9,7 @@ from recipes.model_loading import saved_encoder_path
 from recipes.options import FORMATS
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
+from recipes.options import TRIPLET_DISTANCES
 
 
 def test_choices_match_the_library():
@@ -16,6 +17,9 @@ def test_choices_match_the_library():
     assert OBJECTIVE.choices == tuple(keras_cosent.training.OBJECTIVES)
     assert keras_cosent.losses.NAMES == tuple(keras_cosent.training.OBJECTIVES)
     assert set(POOLINGS) == set(keras_cosent.layers.POOLING_LAYERS)
+    from keras_cosent.losses.triplet_loss import DISTANCES
+
+    assert TRIPLET_DISTANCES == DISTANCES
 
 
 def test_packaged_checkpoint_alias():

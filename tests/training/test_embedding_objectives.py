@@ -21,6 +21,7 @@ from keras_cosent.data import PairDataset
 from keras_cosent.training import OBJECTIVES
 from keras_cosent.training import build
 from tests.losses.test_cosent_loss import reference_cosent
+from tests.losses.test_triplet_loss import reference_batch_hard
 from tests.training.test_builder import FIRST
 from tests.training.test_builder import SCORES
 from tests.training.test_builder import pairs
@@ -124,6 +125,19 @@ def test_supcon_trains_on_a_csv_of_texts_and_class_names(tmp_path):
     assert y.dtype == np.int32
     expected = keras_cosent.losses.SupConLoss(temperature=0.1)(ids, embeddings)
     np.testing.assert_allclose(reported, float(expected), rtol=1e-4)
+
+
+def test_batch_hard_triplet_trains_on_a_csv_of_texts_and_class_names(tmp_path):
+    path = tmp_path / "topics.csv"
+    path.write_text("text,topic\n" + "".join(f"{t},{c}\n" for t, c in TOPICS))
+    rows = OBJECTIVES["batch-hard-triplet"].read(path, "csv", ("text",), "topic")
+    setup, reported, embeddings = fit_once("batch-hard-triplet", rows, "csv", margin=0.3,
+                                           distance="euclidean")
+    assert (setup.loss.mining, setup.loss.margin, setup.loss.distance) == (
+        "batch_hard", 0.3, "euclidean")
+    ids = np.array([rows.classes.index(c) for _, c in TOPICS])
+    expected = reference_batch_hard(ids, embeddings[:, 0].astype("float64"), 0.3, "euclidean")
+    np.testing.assert_allclose(reported, expected, rtol=1e-4)
 
 
 def test_supcon_warns_when_batches_rarely_pair_a_class():
