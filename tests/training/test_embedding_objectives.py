@@ -127,6 +127,7 @@ def test_supcon_trains_on_a_csv_of_texts_and_class_names(tmp_path):
     np.testing.assert_allclose(reported, float(expected), rtol=1e-4)
 
 
+@pytest.mark.heavy
 def test_batch_hard_triplet_trains_on_a_csv_of_texts_and_class_names(tmp_path):
     path = tmp_path / "topics.csv"
     path.write_text("text,topic\n" + "".join(f"{t},{c}\n" for t, c in TOPICS))
