@@ -49,9 +49,8 @@ def write_pair_tsv(path, rows):
     return path
 
 
-@pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory):
-    """A keras-hub preset directory holding a tiny random BERT and its tokenizer."""
+def save_tiny_checkpoint(path, seed=0, **backbone_options):
+    """Saves a tiny random BERT over the demo set's words and its tokenizer as a preset in `path`."""
     import keras_hub
 
     words = set()
@@ -60,15 +59,20 @@ def tiny_checkpoint(tmp_path_factory):
             words.update(re.findall(r"\w+|[^\w\s]", (first + " " + second).lower()))
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(words)
     tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True)
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(seed)
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=len(vocab), num_layers=1, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=64,
+        intermediate_dim=32, max_sequence_length=64, **backbone_options,
     )
-    path = tmp_path_factory.mktemp("tiny_bert")
     backbone.save_to_preset(str(path))
     tokenizer.save_to_preset(str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory):
+    """A keras-hub preset directory holding a tiny random BERT and its tokenizer."""
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert"))
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ encoder's cosines, with `--keep-best` choosing the epoch.
 
 import csv
 import json
-import re
 import shlex
 
 import keras
@@ -20,28 +19,15 @@ from scipy import stats
 
 from recipes.model_loading import load_encoder
 from tests.recipes.conftest import demo_rows
+from tests.recipes.conftest import save_tiny_checkpoint
 from tests.recipes.test_cli import assert_one_line_error
 
 
 @pytest.fixture(scope="module")
 def no_dropout_checkpoint(tmp_path_factory):
     """The conftest's tiny BERT, without dropout: a training step embeds as `encode` does."""
-    import keras_hub
-
-    words = set()
-    for split in ("train", "dev"):
-        for first, second, _ in demo_rows(split):
-            words.update(re.findall(r"\w+|[^\w\s]", (first + " " + second).lower()))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(words)
-    keras.utils.set_random_seed(1)
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=len(vocab), num_layers=1, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=64, dropout=0.0,
-    )
-    path = tmp_path_factory.mktemp("tiny_bert_no_dropout")
-    backbone.save_to_preset(str(path))
-    keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True).save_to_preset(str(path))
-    return path
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert_no_dropout"), seed=1,
+                                dropout=0.0)
 
 
 def _topic(score):
