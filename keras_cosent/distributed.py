@@ -30,6 +30,16 @@ batch. `keras_cosent.models.SiameseEncoder.compute_loss` gathers its
 predictions, labels and sample weights here, so every loss on it (CoSENT,
 AnglE, InfoNCE with hard negatives, NT-Xent, SupCon, triplet, `JointLoss`,
 `MatryoshkaLoss`) sees the global batch.
+`keras_cosent.models.CachedSiameseEncoder` (GradCache) goes through the same
+`compute_loss`: each replica embeds its slice in mini-batches, and the loss and
+its cached gradient are taken on the gathered embeddings.
+
+Evaluation is not split: `SentenceEncoder.encode`, and the evaluators that call
+it at each epoch end, embed the whole split in every process with the current
+(replicated) weights, so they give one device's values (on TensorFlow to
+float round-off: `predict_on_batch` under the strategy hands every replica
+the whole batch, and `encode` keeps the first replica's rows). On PyTorch
+every rank does the whole work.
 
 Usage: create the encoder and train inside `data_parallel(devices)`:
 

@@ -18,6 +18,9 @@ class RetrievalEvaluator(keras.callbacks.Callback):
     `<name>_ndcg@k`, `<name>_mrr@k`, `<name>_recall@k`, `<name>_precision@k`,
     `<name>_accuracy@k` for each `k` in `k_values` and `<name>_map@100` (all
     trec_eval-equal, `keras_cosent.retrieval.retrieval_metrics`) into `logs`.
+    Under data parallelism (`keras_cosent.distributed.data_parallel`) it
+    scores the whole split with the current weights, in every process (each
+    PyTorch rank), and logs the values one device gives.
 
     Args:
         queries: `{query_id: text}`.

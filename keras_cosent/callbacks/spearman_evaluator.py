@@ -33,6 +33,10 @@ class SpearmanEvaluator(keras.callbacks.Callback):
     with `monitor="sts_dev_spearman", mode="max"`) and `model.fit`'s history
     see them.
 
+    Under data parallelism (`keras_cosent.distributed.data_parallel`) it
+    scores the whole split with the current weights, in every process (each
+    PyTorch rank), and logs the values one device gives.
+
     Args:
         pairs: non-empty sequence of `(sentence1, sentence2)` string pairs.
             Use `SpearmanEvaluator.from_dataset` for a

@@ -30,6 +30,19 @@ unseeded dropout from (keras-hub's). After the step the state is the one the
 first pass left. The masks differ from those of one forward pass over all `B`
 rows (they are drawn per mini-batch), as they would with any other batching.
 
+Several devices (`keras_cosent.distributed.data_parallel`), gathering after
+caching: on JAX the step is one host loop over the global batch, sharded over
+the device mesh, so the mini-batches are slices of the global batch and XLA
+runs each piece on every device. On TensorFlow (`MirroredStrategy`) and
+PyTorch (one process per device) each replica embeds its own slice in
+mini-batches, and `SiameseEncoder.compute_loss` gathers every replica's
+embeddings, in replica order, before the loss: the gather's gradient hands
+each replica the cached gradient of its own rows, and the weight gradients
+are then combined over replicas as in the uncached step (TensorFlow sums
+them; PyTorch averages each weight's gradient after every backward, which
+leaves the part already averaged unchanged, so the last backward's average
+is the full one).
+
 Batches are padded, not packed: a packed row holds sentences of several batch
 rows, so it cannot be split by rows (`keras_cosent.training.build` turns
 packing off with `mini_batch_size`).
@@ -53,6 +66,7 @@ import keras
 from keras import ops
 
 from keras_cosent import compat
+from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.models.siamese_encoder import SiameseEncoder
 
@@ -268,7 +282,12 @@ def _tensorflow_train_step(model, data):
     with tf.GradientTape() as tape:
         tape.watch(embeddings)
         loss = model.compute_loss(x, y, embeddings, sample_weight, training=True)
-        compat.loss_tracker(model).update_state(loss, sample_weight=rows)
+        # Under a strategy the loss is this replica's share, L / R
+        # (`keras_cosent.distributed.replica_loss`); the tracker, whose
+        # variables sum over replicas, must see L, as in Keras' own step.
+        compat.loss_tracker(model).update_state(
+            loss * distributed.replicas_in_step(), sample_weight=rows
+        )
         scaled = model.optimizer.scale_loss(loss)
     cached, *direct = tape.gradient(scaled, [embeddings, *trainable])
 

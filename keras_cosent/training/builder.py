@@ -124,7 +124,9 @@ def build(
             (`keras_cosent.models.CachedSiameseEncoder`, GradCache): large
             in-batch-negative batches at the memory of small ones, for a
             second forward pass. Batches are then padded, not packed. Not for
-            objectives that train a head (`sbert-softmax`).
+            objectives that train a head (`sbert-softmax`). With several
+            `devices`, each device caches its slice in mini-batches and the
+            loss still sees the whole batch (gathered after caching).
         queue_size: `None`, or an int >= 1: InfoNCE (`"infonce"`, `"simcse"`)
             also takes the last `queue_size` positives, embedded by a momentum
             encoder, as negatives (MoCo, ESimCSE:
@@ -206,11 +208,6 @@ def build(
                 f"objective {objective.name!r} trains a head on them. Received: "
                 f"`mini_batch_size`={mini_batch_size!r}"
             )
-    if mini_batch_size is not None and replicas > 1:
-        raise ValueError(
-            f"`mini_batch_size`={mini_batch_size} with {replicas} devices is not supported "
-            "yet (the cached step does not gather the global batch); use one or the other."
-        )
     if queue_size is not None:
         queue_size = check_queue_size(queue_size)
         momentum = ESIMCSE_MOMENTUM if momentum is None else check_momentum(momentum)

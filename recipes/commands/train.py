@@ -231,7 +231,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="Embed each --batch-size batch this many rows at a time, caching the "
               "loss's gradient with respect to the embeddings (GradCache): the loss and "
               "gradients of the whole batch, with the activation memory of this many rows, "
-              "for a second forward pass. Batches are padded, not packed. Not for "
+              "for a second forward pass. Batches are padded, not packed. With --devices, "
+              "each device caches its slice and the loss sees the whole batch. Not for "
               "sbert-softmax.")
 @click.option("--queue-size", type=click.IntRange(min=1), default=None, show_default="none",
               help="Momentum-queue negatives (MoCo, ESimCSE): InfoNCE (--loss infonce or "
@@ -406,12 +407,6 @@ def check_combinations(ctx, options):
         raise click.BadParameter(
             "caches the gradient of a loss on the embeddings; --loss sbert-softmax trains a "
             "classifier head on them", param_hint="--mini-batch-size",
-        )
-    if options.get("mini_batch_size") is not None and (options.get("devices") or 1) > 1:
-        raise click.BadParameter(
-            f"cannot yet be combined with --devices {options['devices']} (the cached step "
-            "does not gather the global batch); use one or the other",
-            param_hint="--mini-batch-size",
         )
     # --dev, or the demo dev set that comes with the demo training set.
     has_dev = options["dev"] is not None or (

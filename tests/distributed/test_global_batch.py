@@ -8,7 +8,10 @@ must give the per-step losses and the final weights of the same steps on one
 device, to 1e-5: which holds only if every in-batch loss sees all 8 rows in
 one device's order, labels included, and the gradients are scaled right.
 Without the gather (`--no-gather`) the losses see 4 rows per device and the
-comparison fails.
+comparison fails. With GradCache (`CachedSiameseEncoder`, 3 rows at a time,
+so neither the global batch nor a device's slice divides into mini-batches)
+on the 2 devices, the cached step must gather after caching and give the
+same steps as one uncached device.
 """
 
 import os
@@ -22,6 +25,8 @@ import pytest
 WORKER = os.path.join(os.path.dirname(__file__), "worker.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOSSES = ("infonce", "cosent", "supcon", "matryoshka-infonce")
+CACHED_LOSSES = ("infonce", "matryoshka-infonce")
+MINI_BATCH = 3
 
 
 def _run(command, backend):
@@ -31,12 +36,14 @@ def _run(command, backend):
     assert result.returncode == 0, result.stderr[-4000:]
 
 
-def train_on_devices(out, backend, no_gather=False):
-    """Runs every loss on 1 and on 2 devices; the results land in `out`."""
+def train_on_devices(out, backend, no_gather=False, losses=LOSSES, mini_batch_size=None):
+    """Runs every loss on 1 and on 2 devices (cached there with `mini_batch_size`) into `out`."""
     extra = ["--no-gather"] if no_gather else []
-    losses = ",".join(LOSSES)
+    if mini_batch_size is not None:
+        extra.append(f"--mini-batch-size={mini_batch_size}")
+    losses = ",".join(losses)
     if backend == "torch":
-        _run([sys.executable, WORKER, str(out), "1", losses], backend)
+        _run([sys.executable, WORKER, str(out), "1", losses, *extra], backend)
         _run([sys.executable, "-m", "torch.distributed.run", "--standalone",
               "--nproc_per_node", "2", WORKER, str(out), "2", losses, *extra], backend)
     else:
@@ -64,13 +71,27 @@ def test_two_devices_equal_one(tmp_path):
 
 
 @pytest.mark.slow
-def test_without_the_gather_two_devices_differ(tmp_path):
-    # The mutation the test above must catch: each device's loss sees only its rows.
+def test_cached_batches_on_two_devices_equal_one_uncached_device(tmp_path):
+    backend = keras.backend.backend()
+    train_on_devices(tmp_path, backend, losses=CACHED_LOSSES, mini_batch_size=MINI_BATCH)
+    for loss_name in CACHED_LOSSES:
+        loss_gap, weight_gap, steps = max_differences(tmp_path, loss_name)
+        assert steps == 3
+        assert loss_gap <= 1e-5, (loss_name, loss_gap)
+        assert weight_gap <= 1e-5, (loss_name, weight_gap)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mini_batch_size", [None, MINI_BATCH])
+def test_without_the_gather_two_devices_differ(tmp_path, mini_batch_size):
+    # The mutation the tests above must catch: each device's loss sees only its rows.
     backend = keras.backend.backend()
     if backend == "jax":
         pytest.skip("JAX's DataParallel step is one program over the global batch: "
                     "there is no gather to drop")
-    train_on_devices(tmp_path, backend, no_gather=True)
-    for loss_name in LOSSES:
+    losses = LOSSES if mini_batch_size is None else CACHED_LOSSES
+    train_on_devices(tmp_path, backend, no_gather=True, losses=losses,
+                     mini_batch_size=mini_batch_size)
+    for loss_name in losses:
         loss_gap, weight_gap, _ = max_differences(tmp_path, loss_name)
         assert max(loss_gap, weight_gap) > 1e-3, (loss_name, loss_gap, weight_gap)

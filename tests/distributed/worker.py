@@ -6,13 +6,15 @@ the devices must be set up before the backend initialises: JAX reads
 splits the CPU into two logical devices here before anything else touches it,
 and PyTorch runs it once per rank under `torchrun --nproc_per_node 2`.
 
-    python tests/distributed/worker.py OUT_DIR DEVICES LOSSES [--no-gather]
+    python tests/distributed/worker.py OUT_DIR DEVICES LOSSES [--no-gather] [--mini-batch-size=M]
 
 with DEVICES and LOSSES comma-separated (`1,2 infonce,cosent`), writes from
 rank 0 `OUT_DIR/<loss>-<devices>.npz`: each step's loss and every weight
 after the last step.
 `--no-gather` replaces `keras_cosent.distributed.gather_global` by the
-identity (the mutation the test must catch).
+identity (the mutation the test must catch). `--mini-batch-size=M` trains
+the runs on more than one device with `CachedSiameseEncoder` (GradCache, `M`
+rows at a time), the one-device runs without it.
 """
 
 import os
@@ -68,7 +70,7 @@ def make_loss(loss_name):
     )
 
 
-def train(loss_name, devices):
+def train(loss_name, devices, mini_batch_size=None):
     import keras
     import keras_hub
 
@@ -93,7 +95,10 @@ def train(loss_name, devices):
             intermediate_dim=32, max_sequence_length=16, dropout=0.0,
         )
         encoder = keras_cosent.models.SentenceEncoder(backbone, max_length=16)
-        model = keras_cosent.models.SiameseEncoder(encoder)
+        if mini_batch_size is not None and devices > 1:
+            model = keras_cosent.models.CachedSiameseEncoder(encoder, mini_batch_size)
+        else:
+            model = keras_cosent.models.SiameseEncoder(encoder)
         model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
                       loss=make_loss(loss_name))
         record = keras.callbacks.LambdaCallback(
@@ -112,9 +117,13 @@ def main(argv):
 
     if "--no-gather" in argv:
         distributed.gather_global = lambda value: value
+    mini_batch_size = None
+    for arg in argv:
+        if arg.startswith("--mini-batch-size="):
+            mini_batch_size = int(arg.split("=", 1)[1])
     for devices in device_counts:
         for loss_name in loss_names:
-            losses, weights = train(loss_name, int(devices))
+            losses, weights = train(loss_name, int(devices), mini_batch_size)
             if distributed.rank() == 0:
                 np.savez(os.path.join(out, f"{loss_name}-{devices}.npz"), losses=losses,
                          **{f"w/{k}": v for k, v in weights.items()})
