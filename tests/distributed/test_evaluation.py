@@ -44,11 +44,14 @@ def run_worker(out, backend):
 def test_evaluators_on_two_devices_log_the_single_device_scores(tmp_path):
     backend = keras.backend.backend()
     run_worker(tmp_path, backend)
-    if backend == "tensorflow":
-        # Measured: Spearman and the retrieval metrics equal, Pearson 4e-5 apart
-        # (embeddings 1e-7 apart: `predict_on_batch` under MirroredStrategy runs
-        # on a replica's device, and close cosines amplify the round-off).
-        pytest.xfail("TensorFlow MirroredStrategy: Pearson within 1e-4, not 1e-6")
+
+    def tolerance(key):
+        # Measured on TensorFlow: Spearman and the retrieval metrics equal, Pearson
+        # 4e-5 apart (embeddings 1e-7 apart: `predict_on_batch` under
+        # MirroredStrategy runs on a replica's device, and close cosines amplify
+        # the round-off in float32 Pearson). A known gap, checked at its size.
+        return 1e-4 if backend == "tensorflow" and "pearson" in key else 1e-6
+
     logged = []
     for rank in [0, 1] if backend == "torch" else [0]:
         with open(tmp_path / f"rank{rank}.json") as f:
@@ -58,7 +61,8 @@ def test_evaluators_on_two_devices_log_the_single_device_scores(tmp_path):
         for epoch in epochs:
             assert len(epoch["logs"]) > 5
             for key, value in epoch["logs"].items():
-                assert value == pytest.approx(epoch["single"][key], abs=1e-6), (rank, key)
+                assert value == pytest.approx(epoch["single"][key], abs=tolerance(key)), (
+                    rank, key)
             # SciPy and pytrec_eval in float64 on the same float32 embeddings: the
             # evaluator's float32 Pearson differs by up to a few 1e-5 (cosines
             # close together), so this independent check is looser.
