@@ -137,6 +137,7 @@ def test_dropout_masks_are_replayed():
     assert not np.allclose(other[0]["loss"], reference[0]["loss"], rtol=1e-4)
 
 
+@pytest.mark.heavy
 def test_fit_on_pair_batches_logs_the_loss():
     pairs = keras_cosent.data.PairDataset(
         [["a cat sat", "the dog ran", "a red car", "the man is playing", "a woman runs"],
