@@ -60,21 +60,15 @@ def max_differences(out, loss_name):
 
 
 @pytest.mark.slow
-def test_two_devices_equal_one(tmp_path):
+@pytest.mark.parametrize("losses,mini_batch_size", [
+    (LOSSES, None),
+    # Cached (GradCache) on two devices against one uncached device.
+    (CACHED_LOSSES, MINI_BATCH),
+], ids=["uncached", "cached"])
+def test_two_devices_equal_one(tmp_path, losses, mini_batch_size):
     backend = keras.backend.backend()
-    train_on_devices(tmp_path, backend)
-    for loss_name in LOSSES:
-        loss_gap, weight_gap, steps = max_differences(tmp_path, loss_name)
-        assert steps == 3
-        assert loss_gap <= 1e-5, (loss_name, loss_gap)
-        assert weight_gap <= 1e-5, (loss_name, weight_gap)
-
-
-@pytest.mark.slow
-def test_cached_batches_on_two_devices_equal_one_uncached_device(tmp_path):
-    backend = keras.backend.backend()
-    train_on_devices(tmp_path, backend, losses=CACHED_LOSSES, mini_batch_size=MINI_BATCH)
-    for loss_name in CACHED_LOSSES:
+    train_on_devices(tmp_path, backend, losses=losses, mini_batch_size=mini_batch_size)
+    for loss_name in losses:
         loss_gap, weight_gap, steps = max_differences(tmp_path, loss_name)
         assert steps == 3
         assert loss_gap <= 1e-5, (loss_name, loss_gap)
