@@ -105,6 +105,7 @@ def main(out):
     from worker import BATCH
     from worker import STEPS
     from worker import _split_cpu
+    from worker import make_batches
     from worker import make_data
 
     _split_cpu()
@@ -115,14 +116,6 @@ def main(out):
 
     pairs, scores, queries, corpus, qrels = splits()
     x, y = make_data("cosent")
-
-    class Batches(keras.utils.PyDataset):
-        def __len__(self):
-            return STEPS
-
-        def __getitem__(self, i):
-            part = slice(i * BATCH, (i + 1) * BATCH)
-            return {k: v[part] for k, v in x.items()}, y[part]
 
     epochs = []
 
@@ -145,7 +138,7 @@ def main(out):
                 queries, corpus, qrels, name="ir_dev", batch_size=EVAL_BATCH),
             Record(),
         ]
-        model.fit(distributed.shard_batches(Batches()), epochs=EPOCHS, shuffle=False,
+        model.fit(distributed.shard_batches(make_batches(x, y)), epochs=EPOCHS, shuffle=False,
                   verbose=0, callbacks=callbacks)
 
     single = make_encoder()  # outside any distribution: one device

@@ -56,6 +56,21 @@ def make_data(loss_name, seed=0):
     return x, y
 
 
+def make_batches(x, y):
+    """`STEPS` global batches of `BATCH` rows of `make_data`'s arrays, in order."""
+    import keras
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return STEPS
+
+        def __getitem__(self, i):
+            part = slice(i * BATCH, (i + 1) * BATCH)
+            return {k: v[part] for k, v in x.items()}, y[part]
+
+    return Batches()
+
+
 def make_loss(loss_name):
     import keras_cosent
 
@@ -79,14 +94,6 @@ def train(loss_name, devices, mini_batch_size=None):
 
     x, y = make_data(loss_name)
 
-    class Batches(keras.utils.PyDataset):
-        def __len__(self):
-            return STEPS
-
-        def __getitem__(self, i):
-            part = slice(i * BATCH, (i + 1) * BATCH)
-            return {k: v[part] for k, v in x.items()}, y[part]
-
     losses = []
     with distributed.data_parallel(devices):
         keras.utils.set_random_seed(0)
@@ -104,7 +111,7 @@ def train(loss_name, devices, mini_batch_size=None):
         record = keras.callbacks.LambdaCallback(
             on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"]))
         )
-        model.fit(distributed.shard_batches(Batches()), epochs=1, shuffle=False, verbose=0,
+        model.fit(distributed.shard_batches(make_batches(x, y)), epochs=1, shuffle=False, verbose=0,
                   callbacks=[record])
         weights = {v.path: keras.ops.convert_to_numpy(v.value) for v in model.weights}
     return np.array(losses), weights
