@@ -27,6 +27,17 @@ Runs (`--runs`):
   each of those dimensions.
 - `cosent`: plain CoSENT on every train pair, scored at the same dimensions: the
   reference that the Matryoshka run's truncated figures are read against.
+- `joint`: every train pair, InfoNCE (temperature 0.05) on the pairs scored above
+  2.5 against all of the batch's second sentences plus 0.5 x CoSENT on all pairs:
+  `--loss infonce:1.0,cosent:0.5` vs the same sum built from sentence-transformers'
+  pieces (`CoSENTLoss` and MultipleNegativesRankingLoss's formula written out per
+  row, since the peer has no joint loss).
+- `staged`: `--recipe nli-infonce-then-sts-cosent`: one epoch of InfoNCE on the
+  NLI triplets of `--nli` (OCNLI by default), then CoSENT on every train pair for
+  `--epochs`, vs `MultipleNegativesRankingLoss` on the same triplets then
+  `CoSENTLoss`, each stage with a fresh AdamW and schedule on both sides.
+
+`--data sts-b-zh` trains and scores on the Chinese STS-B instead of STS-B.
 
 Appends one JSON line per (run, stack, seed) to `--out` (the harness's schema:
 suite "losses", figures `spearman@D` for each dimension scored, `wall_seconds`
@@ -36,6 +47,8 @@ table of `summarize`.
     python -m bench losses --runs triplet,mnrl,matryoshka,cosent --seeds 1,2,3 \\
         --out bench/results/losses.jsonl
     python -m bench losses --runs mnrl --seeds 1 --train-limit 64 --epochs 1 --out /tmp/smoke.jsonl
+    python -m bench losses --data sts-b-zh --runs cosent,joint,staged --seeds 1 \\
+        --out bench/results/losses-zh.jsonl
     python -m bench losses --summarize bench/results/losses.jsonl
 """
 
@@ -54,6 +67,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT  # noqa: E402
+from bench.common import shared_data_dir  # noqa: E402
 from bench.common import run_logged as run  # noqa: E402
 from bench.quality import load_splits  # noqa: E402
 from bench.quality import split_paths  # noqa: E402
@@ -73,7 +87,14 @@ RUNS = {
                    "keras": ["--loss", "cosent", "--scale", 20.0,
                              "--matryoshka-dims", ",".join(map(str, DIMS))]},
     "cosent": {"rows": "pairs", "dims": DIMS, "keras": ["--loss", "cosent", "--scale", 20.0]},
+    "joint": {"rows": "pairs", "dims": (384,),
+              "keras": ["--loss", "infonce:1.0,cosent:0.5", "--temperature", 0.05,
+                        "--scale", 20.0]},
+    # Stage 2 reads its pairs as a tab-separated file (the recipe's pair-tsv).
+    "staged": {"rows": "pairs", "dims": (384,), "tsv": True,
+               "keras": ["--recipe", "nli-infonce-then-sts-cosent"]},
 }
+DEFAULT_NLI = "ocnli/train.10k.json"
 
 
 # === Rows ===
@@ -126,6 +147,16 @@ def write_rows(path, layout, rows):
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(dict(zip(keys, row)), ensure_ascii=False) + "\n")
+
+
+def write_tsv(path, rows):
+    """Scored pairs as `sentence1<TAB>sentence2<TAB>score` lines (the pair-tsv format)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for i, (a, b, score) in enumerate(rows):
+            if any(c in text for text in (a, b) for c in "\t\n"):
+                raise ValueError(f"pair {i} holds a tab or newline; it cannot be written "
+                                 f"as a pair-tsv line to {path}")
+            f.write(f"{a}\t{b}\t{score:g}\n")
 
 
 def column_args(layout):
@@ -221,8 +252,12 @@ def main():
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--max-length", type=int, default=64)
     p.add_argument("--backend", default="torch", help="keras-cosent's backend")
+    p.add_argument("--data", default="sts-benchmark", choices=("sts-benchmark", "sts-b-zh"),
+                   help="the STS data trained and scored on")
+    p.add_argument("--nli", default=None, help="NLI file (nli-jsonl) of the staged run's "
+                   f"first stage (default: {DEFAULT_NLI} in the shared data)")
     p.add_argument("--train-limit", type=int, default=None,
-                   help="use only the first N STS-B train pairs (before any filtering)")
+                   help="use only the first N train pairs (before any filtering)")
     p.add_argument("--data-seed", type=int, default=0,
                    help="seed of the triplets' random negatives (the same for every run seed)")
     p.add_argument("--runs-dir", default=None, help="rows, runs and embeddings "
@@ -249,14 +284,15 @@ def main():
     os.environ.setdefault("KERAS_BACKEND", "torch")
     runs_dir = pathlib.Path(args.runs_dir or tempfile.mkdtemp(prefix="keras-cosent-losses-"))
     runs_dir.mkdir(parents=True, exist_ok=True)
-    splits = load_splits("sts-benchmark")
+    splits = load_splits(args.data)
     first, second, scores = (c[: args.train_limit] for c in splits["train"])
     test = splits["test"]
     # Each distinct test sentence once, one per line, as `keras-cosent encode` reads them.
     sentences = list(dict.fromkeys(test[0] + test[1]))
     sentences_file = runs_dir / "sts-test-sentences.txt"
     sentences_file.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
-    _, paths = split_paths("sts-benchmark")
+    eval_format, paths = split_paths(args.data)
+    nli = pathlib.Path(args.nli or shared_data_dir() / DEFAULT_NLI)
     limit_tag = "" if args.train_limit is None else f"-limit{args.train_limit}"
     row_files = {}
     for layout in dict.fromkeys(RUNS[r]["rows"] for r in runs):
@@ -264,6 +300,8 @@ def main():
         rows = build_rows(layout, first, second, scores, args.data_seed)
         row_files[layout] = (runs_dir / f"{name}.jsonl", len(rows))
         write_rows(row_files[layout][0], layout, rows)
+        if layout == "pairs" and "staged" in runs:
+            write_tsv(runs_dir / f"{name}.tsv", rows)
 
     settings = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
                 "warmup": args.warmup, "weight_decay": args.weight_decay,
@@ -275,10 +313,12 @@ def main():
 
     def record(name, stack, seed, figures, **extra):
         layout = RUNS[name]["rows"]
-        config = dict(settings, data="sts-benchmark", model="all-MiniLM-L6-v2", run=name,
+        config = dict(settings, data=args.data, model="all-MiniLM-L6-v2", run=name,
                       rows=layout, row_count=row_files[layout][1],
                       train_limit=args.train_limit, positive_at_least=POSITIVE_AT_LEAST,
-                      data_seed=args.data_seed if layout == "triplets" else None)
+                      data_seed=args.data_seed if layout == "triplets" else None,
+                      **({"nli": str(nli), "stage_epochs": [1, args.epochs]}
+                         if name == "staged" else {}))
         line = dict(common, stack=stack, run=name, seed=seed, config=config,
                     figures={k: round(v, 4) for k, v in figures.items()}, **extra,
                     load_average_after=[round(x, 2) for x in os.getloadavg()],
@@ -295,14 +335,20 @@ def main():
             for name in runs:
                 spec = RUNS[name]
                 rows_file = row_files[spec["rows"]][0]
-                tag = f"{name}{limit_tag}-e{args.epochs}-b{args.batch_size}-s{seed}"
+                data_tag = "" if args.data == "sts-benchmark" else f"-{args.data}"
+                tag = f"{name}{data_tag}{limit_tag}-e{args.epochs}-b{args.batch_size}-s{seed}"
+                if spec.get("tsv"):
+                    train_args = ["--train", nli, "--train", rows_file.with_suffix(".tsv"),
+                                  "--stage-epochs", f"1,{args.epochs}"]
+                else:
+                    train_args = ["--train", rows_file, "--format", "jsonl",
+                                  *column_args(spec["rows"])]
                 if "keras" in stacks:
                     output = runs_dir / f"keras-{args.backend}-{tag}"
                     reused = (output / "results.json").is_file()
                     cmd = [sys.executable, "-m", "recipes", "train", "--backend", args.backend,
-                           *spec["keras"], "--train", rows_file, "--format", "jsonl",
-                           *column_args(spec["rows"]), "--test", paths["test"],
-                           "--eval-format", "sts-benchmark", "--epochs", args.epochs,
+                           *spec["keras"], *train_args, "--test", paths["test"],
+                           "--eval-format", eval_format, "--epochs", args.epochs,
                            "--batch-size", args.batch_size, "--lr", args.lr,
                            "--warmup", args.warmup, "--weight-decay", args.weight_decay,
                            "--max-length", args.max_length, "--seed", seed, "--output", output]
@@ -325,7 +371,8 @@ def main():
                            "--epochs", args.epochs, "--batch-size", args.batch_size,
                            "--lr", args.lr, "--warmup", args.warmup,
                            "--weight-decay", args.weight_decay,
-                           "--max-length", args.max_length, "--seed", seed]
+                           "--max-length", args.max_length, "--seed", seed,
+                           *(["--pretrain", nli] if name == "staged" else [])]
                     stdout, seconds = run(cmd, log)
                     result = json.loads(stdout.strip().splitlines()[-1])
                     figures = sts_spearman(np.load(embeddings), sentences, *test, spec["dims"])

@@ -8,6 +8,16 @@ Fine-tunes all-MiniLM-L6-v2 on the rows of a JSON-lines file (the one
 - `mnrl`: `MultipleNegativesRankingLoss(scale=20.0)` ((anchor, positive) rows);
 - `matryoshka`: `MatryoshkaLoss(model, CoSENTLoss(model, scale=20.0), [384, 256, 128, 64])`;
 - `cosent`: `CoSENTLoss(scale=20.0)` (scored pairs).
+- `joint`: `--loss infonce:1.0,cosent:0.5` of keras-cosent, built from the peer's
+  pieces, which have no joint loss: MultipleNegativesRankingLoss's formula (scale
+  20) written out per row, averaged over the pairs scored above 2.5, each against
+  all of the batch's second sentences, plus 0.5 x `CoSENTLoss(scale=20.0)` on all
+  pairs, from one forward pass (scored pairs).
+- `staged`: `MultipleNegativesRankingLoss(scale=20.0)` on the (premise, entailment,
+  contradiction) triplets of `--pretrain` (an NLI file, read as keras-cosent reads
+  it) for one epoch, then `CoSENTLoss(scale=20.0)` on the scored pairs for
+  `--epochs`, each stage with its own AdamW and schedule, as
+  `--recipe nli-infonce-then-sts-cosent`.
 
 The loop is written out as in bench/peer_sts.py: AdamW (fused, the Trainer's
 default) with no weight decay on biases and LayerNorm, linear warm-up (rounded
@@ -34,7 +44,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIMS = (384, 256, 128, 64)
 # The keras-cosent objective each peer loss stands beside: its batching rules apply.
 OBJECTIVE_OF = {"triplet": "triplet", "mnrl": "infonce", "matryoshka": "cosent",
-                "cosent": "cosent"}
+                "cosent": "cosent", "joint": "infonce:1.0,cosent:0.5", "staged": "cosent"}
+# The joint run's InfoNCE counts the pairs scored above this (keras_cosent.training).
+JOINT_POSITIVE_ABOVE = 2.5
+JOINT_COSENT_WEIGHT = 0.5
 
 
 def keras_batch_plan(columns, batch_size, seed, epochs, unique_texts):
@@ -60,9 +73,51 @@ def keras_batch_plan(columns, batch_size, seed, epochs, unique_texts):
     return plan
 
 
+def joint_from_embeddings(anchors, others, labels, cosent):
+    """The joint run's loss from the pairs' embeddings (torch tensors) and scores.
+
+    1.0 x MultipleNegativesRankingLoss's formula (scale 20) per row, averaged over
+    the rows scored above 2.5 (0 when there is none), each anchor against all of
+    `others`, + 0.5 x `cosent` (a `CoSENTLoss`) on every row.
+    """
+    import torch
+    from sentence_transformers import util
+
+    scores = util.cos_sim(anchors, others) * 20.0
+    per_row = torch.nn.functional.cross_entropy(
+        scores, torch.arange(len(scores), device=scores.device), reduction="none")
+    positive = (labels > JOINT_POSITIVE_ABOVE).to(per_row.dtype)
+    infonce = (per_row * positive).sum() / positive.sum().clamp(min=1.0)
+    return infonce + JOINT_COSENT_WEIGHT * cosent.compute_loss_from_embeddings(
+        [anchors, others], labels)
+
+
+def joint_loss(model):
+    """`joint_from_embeddings` on one forward pass of `model` over the batch's pairs."""
+    from sentence_transformers.sentence_transformer import losses
+
+    cosent = losses.CoSENTLoss(model, scale=20.0)
+
+    def loss(features, labels):
+        anchors, others = (model(f)["sentence_embedding"] for f in features)
+        return joint_from_embeddings(anchors, others, labels, cosent)
+
+    return loss
+
+
+def objective_of(spec):
+    """The keras-cosent objective named `spec` (a joint spec such as "infonce:1.0,cosent:0.5")."""
+    from keras_cosent.training import OBJECTIVES
+    from keras_cosent.training.objectives import joint_objective
+
+    return joint_objective(spec) if ":" in spec else OBJECTIVES[spec]
+
+
 def make_loss(model, name):
     from sentence_transformers.sentence_transformer import losses
 
+    if name == "joint":
+        return joint_loss(model)
     if name == "triplet":
         return losses.TripletLoss(model, distance_metric=losses.TripletDistanceMetric.COSINE,
                                   triplet_margin=0.5)
@@ -88,7 +143,12 @@ def main():
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--max-length", type=int, default=64)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--pretrain", default=None,
+                   help="staged: the NLI file (nli-jsonl) of the first stage")
+    p.add_argument("--pretrain-epochs", type=int, default=1)
     args = p.parse_args()
+    if (args.loss == "staged") != (args.pretrain is not None):
+        p.error("--pretrain is required with --loss staged, and only with it")
 
     # keras_cosent.data (the reader, the batch plan) imports Keras: keep it on PyTorch.
     os.environ.setdefault("KERAS_BACKEND", "torch")
@@ -99,48 +159,58 @@ def main():
 
     from bench.common import minilm_path
     from keras_cosent.data import read_dataset
-    from keras_cosent.training import OBJECTIVES
 
     data = read_dataset(args.train, "jsonl", text_columns=args.text_columns.split(","),
                         label_column=args.label_column)
-    columns = [list(c) for c in data.columns]
-    labels = (np.zeros(len(data), "float32") if data.labels is None
-              else np.asarray(data.labels, "float32"))
-    plan = keras_batch_plan(columns, args.batch_size, args.seed, args.epochs,
-                            OBJECTIVES[OBJECTIVE_OF[args.loss]].unique_texts)
-
     torch.manual_seed(args.seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = SentenceTransformer(minilm_path(), device=device)
     model.max_seq_length = args.max_length
-    loss_fn = make_loss(model, args.loss)
-    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-    decay = [p for n, p in model.named_parameters()
-             if not (n.endswith("bias") or "LayerNorm" in n)]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": args.weight_decay},
-         {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, fused=True,
-    )
-    total = sum(len(batches) for batches in plan)
-    sched = get_linear_schedule_with_warmup(opt, round(args.warmup * total), total)
+
+    # (rows, loss, epochs, the keras-cosent objective whose batching it replays) per stage.
+    stages = [(data, make_loss(model, args.loss), args.epochs, OBJECTIVE_OF[args.loss])]
+    if args.pretrain is not None:
+        from keras_cosent.training import OBJECTIVES
+
+        triplets = OBJECTIVES["infonce"].prepare(
+            read_dataset(args.pretrain, "nli-jsonl", mode="triplets"), "nli-jsonl")
+        stages.insert(0, (triplets, make_loss(model, "mnrl"), args.pretrain_epochs, "infonce"))
 
     def features(texts):
         return {k: v.to(device) if hasattr(v, "to") else v
                 for k, v in model.preprocess(texts).items()}
 
     start = time.time()
-    losses = []
-    for batches in plan:
-        model.train()
-        for batch in batches:
-            inputs = [features([column[i] for i in batch]) for column in columns]
-            loss = loss_fn(inputs, torch.tensor(labels[batch], device=device))
-            loss.backward()
-            opt.step()
-            sched.step()
-            opt.zero_grad()
-        losses.append(loss.item())
+    losses, total = [], 0
+    for rows, loss_fn, epochs, objective in stages:
+        columns = [list(c) for c in rows.columns]
+        labels = (np.zeros(len(rows), "float32") if rows.labels is None
+                  else np.asarray(rows.labels, "float32"))
+        plan = keras_batch_plan(columns, args.batch_size, args.seed, epochs,
+                                objective_of(objective).unique_texts)
+        # A fresh optimizer and schedule per stage, as `train --staged` builds each stage.
+        no_decay = [p for n, p in model.named_parameters()
+                    if n.endswith("bias") or "LayerNorm" in n]
+        decay = [p for n, p in model.named_parameters()
+                 if not (n.endswith("bias") or "LayerNorm" in n)]
+        opt = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": args.weight_decay},
+             {"params": no_decay, "weight_decay": 0.0}],
+            lr=args.lr, fused=True,
+        )
+        steps = sum(len(batches) for batches in plan)
+        total += steps
+        sched = get_linear_schedule_with_warmup(opt, round(args.warmup * steps), steps)
+        for batches in plan:
+            model.train()
+            for batch in batches:
+                inputs = [features([column[i] for i in batch]) for column in columns]
+                loss = loss_fn(inputs, torch.tensor(labels[batch], device=device))
+                loss.backward()
+                opt.step()
+                sched.step()
+                opt.zero_grad()
+            losses.append(loss.item())
     train_seconds = round(time.time() - start, 1)
     model.eval()
     with open(args.sentences, encoding="utf-8") as f:

@@ -49,6 +49,7 @@ def train_stages(config, directory, env, backup_dir):
         The final evaluation results (as `recipes.training.train_encoder`), and
         `stages`: one record per stage.
     """
+    from recipes.training import compute_in_float32
     from recipes.training import parse_matryoshka_dims
     from recipes.training import read_datasets
 
@@ -56,7 +57,8 @@ def train_stages(config, directory, env, backup_dir):
     keras.utils.set_random_seed(config["seed"])
     previous_policy = keras.mixed_precision.global_policy()
     if config["mixed_precision"]:
-        keras.mixed_precision.set_global_policy("mixed_float16")
+        # The policy named by --mixed-precision, as a single-stage run sets it.
+        keras.mixed_precision.set_global_policy(config["mixed_precision"])
     try:
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
@@ -115,6 +117,8 @@ def train_stages(config, directory, env, backup_dir):
     if test is not None:
         results["test"] = evaluate_sts(encoder, test)
     results["stages"] = stages
+    if config["mixed_precision"]:
+        compute_in_float32(encoder)
     encoder.save(directory / ENCODER_FILE)
     reporting.write_metrics(directory, rows)
     reporting.plot_training(

@@ -144,3 +144,39 @@ def test_summary_table_means_ranges_and_gaps():
                            "80.50 (80.00-81.00)", "+0.50"]
     assert rows[2] == ["triplet", "384", "1", "-", "70.00", "-", "- / 50"]
     assert len(rows) == 3
+
+
+@pytest.mark.parametrize("scores", [[4.0, 1.0, 5.0, 2.5, 3.0, 0.0], [0.0, 1.0, 2.5, 2.0, 0.5, 1.5]])
+def test_the_peers_joint_loss_is_keras_cosents_joint_objective(scores):
+    """The peer's joint loss (sentence-transformers' pieces) equals the loss that
+    `train --loss infonce:1.0,cosent:0.5` builds, on the same embeddings and scores,
+    including a batch with no pair above the threshold (InfoNCE term 0)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sentence_transformers")
+    from sentence_transformers.sentence_transformer import losses as st_losses
+
+    from bench.peer_losses import joint_from_embeddings
+    from keras_cosent.training.objectives import joint_objective
+
+    pairs = np.random.default_rng(1).normal(size=(6, 2, 8)).astype("float32")
+    labels = np.asarray(scores, "float32")
+    objective = joint_objective("infonce:1.0,cosent:0.5")
+    ours = objective.make_loss({"temperature": 0.05, "scale": 20.0}, None)
+    # The peer's CoSENTLoss from embeddings needs no model.
+    cosent = st_losses.CoSENTLoss(None, scale=20.0)
+    theirs = joint_from_embeddings(torch.tensor(pairs[:, 0]), torch.tensor(pairs[:, 1]),
+                                   torch.tensor(labels), cosent)
+    np.testing.assert_allclose(float(ours(labels, pairs)), float(theirs), rtol=1e-5)
+
+
+def test_staged_pairs_written_as_tsv_read_back_as_the_recipe_reads_them(tmp_path):
+    from keras_cosent.data import read_dataset
+
+    rows = [("一个人在弹吉他", "有人在弹琴", 4.0), ("a cat", "the dog ran", 0.5)]
+    path = tmp_path / "pairs.tsv"
+    losses.write_tsv(path, rows)
+    data = read_dataset(str(path), "pair-tsv")
+    assert [list(c) for c in data.columns] == [[r[0] for r in rows], [r[1] for r in rows]]
+    np.testing.assert_allclose(data.labels, [4.0, 0.5])
+    with pytest.raises(ValueError, match="pair 1 holds a tab"):
+        losses.write_tsv(tmp_path / "bad.tsv", [rows[0], ("a\tb", "c", 1.0)])

@@ -130,6 +130,38 @@ def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_f
     assert replayed["loss"] == ["infonce", "cosent"]
 
 
+def test_staged_run_trains_under_the_named_policy_and_saves_in_float32(
+    cli, tiny_checkpoint, two_files, small_dev, tmp_path, monkeypatch
+):
+    import keras
+
+    from recipes import staged_training
+
+    policies = []
+    build = staged_training.build
+
+    def recording_build(*args, **kwargs):
+        policies.append(keras.mixed_precision.global_policy().name)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(staged_training, "build", recording_build)
+    sts, nli = two_files
+    output = tmp_path / "staged-bf16"
+    result = cli("train", "--recipe", "nli-infonce-then-sts-cosent", "--backbone",
+                 tiny_checkpoint, "--train", nli, "--train", sts, "--dev", small_dev,
+                 "--stage-epochs", "1,1", "--batch-size", 4, "--max-length", 16,
+                 "--mixed-precision", "mixed_bfloat16", "--output", output)
+    assert result.exit_code == 0, result.output
+    # Both stages build under bfloat16 (not float16, which does not train on CPU XLA).
+    assert policies == ["mixed_bfloat16", "mixed_bfloat16"]
+    assert keras.mixed_precision.global_policy().name == "float32"
+    rows = json.loads((output / "metrics.json").read_text())
+    assert len(rows) == 2 and all(np.isfinite(row["loss"]) for row in rows), rows
+    encoder = keras.saving.load_model(output / "encoder.keras")
+    assert encoder.backbone.dtype_policy.name == "float32"
+    assert encoder.encode(["a cat", "the dog ran"]).dtype == np.float32
+
+
 @pytest.mark.slow
 def test_a_killed_multi_dataset_run_resumes_to_the_uninterrupted_weights(
     cli, tiny_checkpoint, tmp_path
