@@ -113,7 +113,8 @@ def test_the_training_loss_is_infonce_with_the_queue_before_the_step():
 
 def test_queue_and_momentum_weights_survive_a_keras_file(tmp_path):
     model = _model(queue_size=5)
-    for step, batch in enumerate((3, 4)):
+    # Two steps of 4 rows wrap around the 5 slots; one batch shape, one compiled step.
+    for step, batch in enumerate((4, 4)):
         model.train_on_batch(_batch(batch, step), np.arange(batch))
     path = tmp_path / "momentum.keras"
     model.save(path)
