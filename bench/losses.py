@@ -68,6 +68,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT  # noqa: E402
 from bench.common import shared_data_dir  # noqa: E402
+from bench.peer_losses import JOINT_SPEC  # noqa: E402
 from bench.common import run_logged as run  # noqa: E402
 from bench.quality import load_splits  # noqa: E402
 from bench.quality import split_paths  # noqa: E402
@@ -88,10 +89,11 @@ RUNS = {
                              "--matryoshka-dims", ",".join(map(str, DIMS))]},
     "cosent": {"rows": "pairs", "dims": DIMS, "keras": ["--loss", "cosent", "--scale", 20.0]},
     "joint": {"rows": "pairs", "dims": (384,),
-              "keras": ["--loss", "infonce:1.0,cosent:0.5", "--temperature", 0.05,
+              "keras": ["--loss", JOINT_SPEC, "--temperature", 0.05,
                         "--scale", 20.0]},
-    # Stage 2 reads its pairs as a tab-separated file (the recipe's pair-tsv).
-    "staged": {"rows": "pairs", "dims": (384,), "tsv": True,
+    # Two --train files: the NLI file, then the pairs as a tab-separated file
+    # (the recipe's pair-tsv).
+    "staged": {"rows": "pairs", "dims": (384,), "staged": True,
                "keras": ["--recipe", "nli-infonce-then-sts-cosent"]},
 }
 DEFAULT_NLI = "ocnli/train.10k.json"
@@ -300,7 +302,7 @@ def main():
         rows = build_rows(layout, first, second, scores, args.data_seed)
         row_files[layout] = (runs_dir / f"{name}.jsonl", len(rows))
         write_rows(row_files[layout][0], layout, rows)
-        if layout == "pairs" and "staged" in runs:
+        if layout == "pairs" and any(RUNS[r].get("staged") for r in runs):
             write_tsv(runs_dir / f"{name}.tsv", rows)
 
     settings = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
@@ -318,7 +320,7 @@ def main():
                       train_limit=args.train_limit, positive_at_least=POSITIVE_AT_LEAST,
                       data_seed=args.data_seed if layout == "triplets" else None,
                       **({"nli": str(nli), "stage_epochs": [1, args.epochs]}
-                         if name == "staged" else {}))
+                         if RUNS[name].get("staged") else {}))
         line = dict(common, stack=stack, run=name, seed=seed, config=config,
                     figures={k: round(v, 4) for k, v in figures.items()}, **extra,
                     load_average_after=[round(x, 2) for x in os.getloadavg()],
@@ -337,7 +339,7 @@ def main():
                 rows_file = row_files[spec["rows"]][0]
                 data_tag = "" if args.data == "sts-benchmark" else f"-{args.data}"
                 tag = f"{name}{data_tag}{limit_tag}-e{args.epochs}-b{args.batch_size}-s{seed}"
-                if spec.get("tsv"):
+                if spec.get("staged"):
                     train_args = ["--train", nli, "--train", rows_file.with_suffix(".tsv"),
                                   "--stage-epochs", f"1,{args.epochs}"]
                 else:
@@ -372,7 +374,7 @@ def main():
                            "--lr", args.lr, "--warmup", args.warmup,
                            "--weight-decay", args.weight_decay,
                            "--max-length", args.max_length, "--seed", seed,
-                           *(["--pretrain", nli] if name == "staged" else [])]
+                           *(["--pretrain", nli] if spec.get("staged") else [])]
                     stdout, seconds = run(cmd, log)
                     result = json.loads(stdout.strip().splitlines()[-1])
                     figures = sts_spearman(np.load(embeddings), sentences, *test, spec["dims"])

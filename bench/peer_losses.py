@@ -43,11 +43,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 DIMS = (384, 256, 128, 64)
 # The keras-cosent objective each peer loss stands beside: its batching rules apply.
+# The joint run's `keras-cosent train --loss`: its weights and InfoNCE threshold come
+# from keras-cosent's joint objective (`joint_from_embeddings`).
+JOINT_SPEC = "infonce:1.0,cosent:0.5"
 OBJECTIVE_OF = {"triplet": "triplet", "mnrl": "infonce", "matryoshka": "cosent",
-                "cosent": "cosent", "joint": "infonce:1.0,cosent:0.5", "staged": "cosent"}
-# The joint run's InfoNCE counts the pairs scored above this (keras_cosent.training).
-JOINT_POSITIVE_ABOVE = 2.5
-JOINT_COSENT_WEIGHT = 0.5
+                "cosent": "cosent", "joint": JOINT_SPEC, "staged": "cosent"}
 
 
 def keras_batch_plan(columns, batch_size, seed, epochs, unique_texts):
@@ -73,22 +73,34 @@ def keras_batch_plan(columns, batch_size, seed, epochs, unique_texts):
     return plan
 
 
-def joint_from_embeddings(anchors, others, labels, cosent):
+def joint_terms():
+    """(InfoNCE weight, CoSENT weight, InfoNCE's score threshold) of `JOINT_SPEC`."""
+    objective = objective_of(JOINT_SPEC)
+    names = [term.name for term in objective.terms]
+    if names != ["infonce", "cosent"]:
+        raise ValueError(
+            f"the peer's joint loss is infonce + cosent; {JOINT_SPEC!r} names {names}")
+    return (*objective.weights, objective.positive_above[0])
+
+
+def joint_from_embeddings(anchors, others, labels, cosent, terms=None):
     """The joint run's loss from the pairs' embeddings (torch tensors) and scores.
 
-    1.0 x MultipleNegativesRankingLoss's formula (scale 20) per row, averaged over
-    the rows scored above 2.5 (0 when there is none), each anchor against all of
-    `others`, + 0.5 x `cosent` (a `CoSENTLoss`) on every row.
+    With `terms` (`joint_terms()` when None: 1.0, 0.5 and 2.5):
+    MultipleNegativesRankingLoss's formula (scale 20) per row, averaged over the
+    rows scored above the threshold (0 when there is none), each anchor against
+    all of `others`, plus `cosent` (a `CoSENTLoss`) on every row.
     """
     import torch
     from sentence_transformers import util
 
+    infonce_weight, cosent_weight, threshold = terms or joint_terms()
     scores = util.cos_sim(anchors, others) * 20.0
     per_row = torch.nn.functional.cross_entropy(
         scores, torch.arange(len(scores), device=scores.device), reduction="none")
-    positive = (labels > JOINT_POSITIVE_ABOVE).to(per_row.dtype)
+    positive = (labels > threshold).to(per_row.dtype)
     infonce = (per_row * positive).sum() / positive.sum().clamp(min=1.0)
-    return infonce + JOINT_COSENT_WEIGHT * cosent.compute_loss_from_embeddings(
+    return infonce_weight * infonce + cosent_weight * cosent.compute_loss_from_embeddings(
         [anchors, others], labels)
 
 
@@ -97,10 +109,11 @@ def joint_loss(model):
     from sentence_transformers.sentence_transformer import losses
 
     cosent = losses.CoSENTLoss(model, scale=20.0)
+    terms = joint_terms()
 
     def loss(features, labels):
         anchors, others = (model(f)["sentence_embedding"] for f in features)
-        return joint_from_embeddings(anchors, others, labels, cosent)
+        return joint_from_embeddings(anchors, others, labels, cosent, terms)
 
     return loss
 

@@ -28,7 +28,6 @@ from keras_cosent.training import build
 from recipes import multi_dataset
 from recipes import reporting
 from recipes.evaluation import evaluate_sts
-from recipes.model_loading import ENCODER_FILE
 from recipes.model_loading import load_encoder
 
 STAGE_LOG = "stage{stage}.csv"
@@ -49,17 +48,14 @@ def train_stages(config, directory, env, backup_dir):
         The final evaluation results (as `recipes.training.train_encoder`), and
         `stages`: one record per stage.
     """
-    from recipes.training import compute_in_float32
     from recipes.training import parse_matryoshka_dims
     from recipes.training import read_datasets
+    from recipes.training import run_policy
+    from recipes.training import save_encoder
 
     tasks, _, dev, test = read_datasets(config)
     keras.utils.set_random_seed(config["seed"])
-    previous_policy = keras.mixed_precision.global_policy()
-    if config["mixed_precision"]:
-        # The policy named by --mixed-precision, as a single-stage run sets it.
-        keras.mixed_precision.set_global_policy(config["mixed_precision"])
-    try:
+    with run_policy(config):
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
                                                 config["backbone"])
@@ -109,17 +105,13 @@ def train_stages(config, directory, env, backup_dir):
                            "loss": loss, "rows": len(setup.dataset), "epochs": epochs,
                            "batches_per_epoch": len(setup.batches)})
         train_seconds = time.time() - start
-    finally:
-        keras.mixed_precision.set_global_policy(previous_policy)
 
     if dev is not None:
         results["dev"] = evaluate_sts(encoder, dev)
     if test is not None:
         results["test"] = evaluate_sts(encoder, test)
     results["stages"] = stages
-    if config["mixed_precision"]:
-        compute_in_float32(encoder)
-    encoder.save(directory / ENCODER_FILE)
+    save_encoder(encoder, directory, config)
     reporting.write_metrics(directory, rows)
     reporting.plot_training(
         directory / reporting.PLOT_FILE, rows,

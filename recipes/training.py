@@ -11,6 +11,7 @@ encoder, the per-epoch metrics, the plot and the final results into `directory`.
 Imported lazily by the `train` command, after the Keras backend is chosen.
 """
 
+import contextlib
 import json
 import time
 import warnings
@@ -205,6 +206,31 @@ def compute_in_float32(encoder):
             layer.dtype_policy = "float32"
 
 
+@contextlib.contextmanager
+def run_policy(config):
+    """Keras' global dtype policy of the run, for the block that builds its model.
+
+    `--mixed-precision`'s policy (`config["mixed_precision"]`; off: the policy
+    stays as it is), then the previous policy again. Under mixed_float16 the
+    training model's compile wraps the optimizer in Keras' LossScaleOptimizer
+    (compile's auto_scale_loss).
+    """
+    previous = keras.mixed_precision.global_policy()
+    if config["mixed_precision"]:
+        keras.mixed_precision.set_global_policy(config["mixed_precision"])
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def save_encoder(encoder, directory, config):
+    """Writes the run's encoder file, computing in float32 if it trained under a mixed policy."""
+    if config["mixed_precision"]:
+        compute_in_float32(encoder)
+    encoder.save(directory / ENCODER_FILE)
+
+
 def train_encoder(config, directory, env, backup_dir):
     """Trains as `config` says and writes the run's files into `directory`.
 
@@ -238,12 +264,7 @@ def _train_encoder(config, directory, env, backup_dir):
             config["dev_retrieval"], config["dev_retrieval_split"], "--dev-retrieval"
         )
     keras.utils.set_random_seed(config["seed"])
-    previous_policy = keras.mixed_precision.global_policy()
-    if config["mixed_precision"]:
-        # Under mixed_float16 the training model's compile wraps the optimizer
-        # in Keras' LossScaleOptimizer (compile's auto_scale_loss).
-        keras.mixed_precision.set_global_policy(config["mixed_precision"])
-    try:
+    with run_policy(config):
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
         if train is None:
             train = mine_training_rows(config, encoder, env, backup_dir, directory)
@@ -275,8 +296,6 @@ def _train_encoder(config, directory, env, backup_dir):
                 momentum=config.get("momentum"),
                 word_repetition=config.get("word_repetition"),
             )
-    finally:
-        keras.mixed_precision.set_global_policy(previous_policy)
     model, batches = setup.model, setup.batches
 
     results = {}
@@ -362,9 +381,7 @@ def _train_encoder(config, directory, env, backup_dir):
     if dev_retrieval is not None:
         results["dev_retrieval"] = evaluate_retrieval(encoder, dev_retrieval)
 
-    if config["mixed_precision"]:
-        compute_in_float32(encoder)
-    encoder.save(directory / ENCODER_FILE)
+    save_encoder(encoder, directory, config)
     # Correlations and retrieval metrics (keys ending in @k) x 100, as in the tables.
     percent = ("_spearman", "_pearson") + tuple(f"@{k}" for k in IR_DEV_CUTOFFS + (100,))
     rows = reporting.history_rows(history, percent_suffixes=percent)
