@@ -19,6 +19,9 @@ Runs (`--runs`):
   (seeded by `--data-seed`, not mined; never the row's own positive or anchor,
   nor a text scored >= 4 with the anchor). `--loss triplet --margin 0.5`
   (cosine distance) vs `TripletLoss(distance_metric=COSINE, triplet_margin=0.5)`.
+- `margin`: the triplet rows. `--loss margin-ranking` (hinge, margin 0.2) vs
+  `TripletLoss(distance_metric=COSINE, triplet_margin=0.2)`: with one negative,
+  `max(0, 0.2 - (cos(a, p) - cos(a, n)))` is that loss term for term.
 - `mnrl`: the (anchor, positive) pairs scored >= 4, in-batch negatives.
   `--loss infonce --temperature 0.05` vs `MultipleNegativesRankingLoss(scale=20)`;
   batches hold no text twice on both (the objective's `unique_texts`).
@@ -32,6 +35,11 @@ Runs (`--runs`):
   `--loss infonce:1.0,cosent:0.5` vs the same sum built from sentence-transformers'
   pieces (`CoSENTLoss` and MultipleNegativesRankingLoss's formula written out per
   row, since the peer has no joint loss).
+- `supcon`: class-labelled texts from the NLI file of `--nli` (OCNLI by
+  default), not from the STS pairs: each (premise, entailed hypothesis) row is
+  two views of one class, the premise (all of a premise's entailed hypotheses
+  share its class). `--loss supcon --temperature 0.05`; keras-cosent only, the
+  peer has no supervised contrastive loss (`--stacks peer` skips it).
 - `staged`: `--recipe nli-infonce-then-sts-cosent`: one epoch of InfoNCE on the
   NLI triplets of `--nli` (OCNLI by default), then CoSENT on every train pair for
   `--epochs`, vs `MultipleNegativesRankingLoss` on the same triplets then
@@ -75,13 +83,16 @@ from bench.quality import split_paths  # noqa: E402
 
 DIMS = (384, 256, 128, 64)
 POSITIVE_AT_LEAST = 4.0
+NLI_ENTAILMENT = 2  # read_nli_jsonl's ordinal label of entailment
 # Which rows each run trains on: the JSON keys written, in column order.
 LAYOUTS = {"pairs": ("sentence1", "sentence2", "score"),
            "positives": ("anchor", "positive"),
-           "triplets": ("anchor", "positive", "negative")}
+           "triplets": ("anchor", "positive", "negative"),
+           "classes": ("premise", "hypothesis", "label")}
 RUNS = {
     "triplet": {"rows": "triplets", "dims": (384,),
                 "keras": ["--loss", "triplet", "--margin", 0.5]},
+    "margin": {"rows": "triplets", "dims": (384,), "keras": ["--loss", "margin-ranking"]},
     "mnrl": {"rows": "positives", "dims": (384,),
              "keras": ["--loss", "infonce", "--temperature", 0.05]},
     "matryoshka": {"rows": "pairs", "dims": DIMS,
@@ -91,6 +102,9 @@ RUNS = {
     "joint": {"rows": "pairs", "dims": (384,),
               "keras": ["--loss", JOINT_SPEC, "--temperature", 0.05,
                         "--scale", 20.0]},
+    # Rows from the NLI file; no peer loss to stand beside it.
+    "supcon": {"rows": "classes", "dims": (384,), "peer": False,
+               "keras": ["--loss", "supcon", "--temperature", 0.05]},
     # Two --train files: the NLI file, then the pairs as a tab-separated file
     # (the recipe's pair-tsv).
     "staged": {"rows": "pairs", "dims": (384,), "staged": True,
@@ -136,8 +150,29 @@ def triplet_rows(pairs, seed, max_draws=1000):
     return rows
 
 
-def build_rows(layout, first, second, scores, data_seed):
-    """The rows of `layout` (a key of LAYOUTS) from scored pairs."""
+def class_rows(nli_path):
+    """(premise, entailed hypothesis, class) rows of an NLI file, the class an id per premise.
+
+    Read as `keras-cosent train` reads nli-jsonl files (rows with no gold label
+    dropped); classes are numbered in order of the premises' first appearance.
+    """
+    from keras_cosent.data import read_nli_jsonl
+
+    data = read_nli_jsonl(nli_path)
+    premises, hypotheses = data.columns
+    classes = {}
+    rows = [(p, h, classes.setdefault(p, len(classes)))
+            for p, h, label in zip(premises, hypotheses, data.labels.tolist())
+            if label == NLI_ENTAILMENT]
+    if not rows:
+        raise ValueError(f"{nli_path}: no entailment rows to build classes from")
+    return rows
+
+
+def build_rows(layout, first, second, scores, data_seed, nli_path=None):
+    """The rows of `layout` (a key of LAYOUTS) from scored pairs (`classes`: from `nli_path`)."""
+    if layout == "classes":
+        return class_rows(nli_path)
     if layout == "pairs":
         return list(zip(first, second, scores))
     pairs = positive_pairs(first, second, scores)
@@ -164,7 +199,7 @@ def write_tsv(path, rows):
 def column_args(layout):
     """`keras-cosent train` (and peer) options that read a LAYOUTS file."""
     keys = LAYOUTS[layout]
-    if layout == "pairs":
+    if layout in ("pairs", "classes"):
         return ["--text-columns", ",".join(keys[:2]), "--label-column", keys[2]]
     return ["--text-columns", ",".join(keys)]
 
@@ -299,7 +334,7 @@ def main():
     row_files = {}
     for layout in dict.fromkeys(RUNS[r]["rows"] for r in runs):
         name = f"{layout}{limit_tag}" + (f"-dataseed{args.data_seed}" if layout == "triplets" else "")
-        rows = build_rows(layout, first, second, scores, args.data_seed)
+        rows = build_rows(layout, first, second, scores, args.data_seed, nli)
         row_files[layout] = (runs_dir / f"{name}.jsonl", len(rows))
         write_rows(row_files[layout][0], layout, rows)
         if layout == "pairs" and any(RUNS[r].get("staged") for r in runs):
@@ -320,7 +355,8 @@ def main():
                       train_limit=args.train_limit, positive_at_least=POSITIVE_AT_LEAST,
                       data_seed=args.data_seed if layout == "triplets" else None,
                       **({"nli": str(nli), "stage_epochs": [1, args.epochs]}
-                         if RUNS[name].get("staged") else {}))
+                         if RUNS[name].get("staged") else {}),
+                      **({"nli": str(nli)} if layout == "classes" else {}))
         line = dict(common, stack=stack, run=name, seed=seed, config=config,
                     figures={k: round(v, 4) for k, v in figures.items()}, **extra,
                     load_average_after=[round(x, 2) for x in os.getloadavg()],
@@ -365,7 +401,7 @@ def main():
                     figures.update(wall_seconds=round(seconds, 1), own_test_spearman=own)
                     record(name, f"keras-{args.backend}", seed, figures, reused=reused,
                            command=" ".join(map(str, cmd)))
-                if "peer" in stacks:
+                if "peer" in stacks and spec.get("peer", True):
                     embeddings = runs_dir / f"peer-{tag}-test.npy"
                     cmd = [sys.executable, REPO_ROOT / "bench" / "peer_losses.py",
                            "--loss", name, "--train", rows_file, *column_args(spec["rows"]),

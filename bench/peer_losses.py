@@ -5,6 +5,9 @@ Fine-tunes all-MiniLM-L6-v2 on the rows of a JSON-lines file (the one
 
 - `triplet`: `TripletLoss(distance_metric=COSINE, triplet_margin=0.5)`
   ((anchor, positive, negative) rows);
+- `margin`: `TripletLoss(distance_metric=COSINE, triplet_margin=0.2)` ((anchor,
+  positive, negative) rows), keras-cosent's hinge `MarginRankingLoss(margin=0.2)`
+  written as distances;
 - `mnrl`: `MultipleNegativesRankingLoss(scale=20.0)` ((anchor, positive) rows);
 - `matryoshka`: `MatryoshkaLoss(model, CoSENTLoss(model, scale=20.0), [384, 256, 128, 64])`;
 - `cosent`: `CoSENTLoss(scale=20.0)` (scored pairs).
@@ -46,7 +49,7 @@ DIMS = (384, 256, 128, 64)
 # The joint run's `keras-cosent train --loss`: its weights and InfoNCE threshold come
 # from keras-cosent's joint objective (`joint_from_embeddings`).
 JOINT_SPEC = "infonce:1.0,cosent:0.5"
-OBJECTIVE_OF = {"triplet": "triplet", "mnrl": "infonce", "matryoshka": "cosent",
+OBJECTIVE_OF = {"triplet": "triplet", "margin": "margin-ranking", "mnrl": "infonce", "matryoshka": "cosent",
                 "cosent": "cosent", "joint": JOINT_SPEC, "staged": "cosent"}
 
 
@@ -131,9 +134,11 @@ def make_loss(model, name):
 
     if name == "joint":
         return joint_loss(model)
-    if name == "triplet":
+    if name in ("triplet", "margin"):
+        # margin-ranking's hinge, max(0, m - (cos(a,p) - cos(a,n))), is the cosine-distance
+        # triplet loss with margin m; keras-cosent's defaults: 0.5 (triplet), 0.2 (margin).
         return losses.TripletLoss(model, distance_metric=losses.TripletDistanceMetric.COSINE,
-                                  triplet_margin=0.5)
+                                  triplet_margin=0.5 if name == "triplet" else 0.2)
     if name == "mnrl":
         return losses.MultipleNegativesRankingLoss(model, scale=20.0)
     if name == "matryoshka":

@@ -71,6 +71,8 @@ def test_triplet_rows_refuse_pairs_with_no_possible_negative():
 def test_build_rows_layouts_match_their_keys():
     first, second, scores = _scored_pairs(40)
     for layout, keys in losses.LAYOUTS.items():
+        if layout == "classes":  # built from an NLI file, below
+            continue
         rows = losses.build_rows(layout, first, second, scores, data_seed=0)
         assert {len(row) for row in rows} == {len(keys)}
     assert len(losses.build_rows("pairs", first, second, scores, 0)) == 40
@@ -185,3 +187,58 @@ def test_staged_pairs_written_as_tsv_read_back_as_the_recipe_reads_them(tmp_path
     np.testing.assert_allclose(data.labels, [4.0, 0.5])
     with pytest.raises(ValueError, match="pair 1 holds a tab"):
         losses.write_tsv(tmp_path / "bad.tsv", [rows[0], ("a\tb", "c", 1.0)])
+
+
+def test_class_rows_are_entailed_pairs_with_one_class_per_premise(tmp_path):
+    """The supcon run's rows: entailment rows only, a class id per premise in order of
+    first appearance, and `keras-cosent train --loss supcon` reads them back as two
+    views per row with those classes."""
+    import json
+
+    from keras_cosent.data import read_dataset
+    from keras_cosent.training import OBJECTIVES
+
+    records = [("p1", "e1", "entailment"), ("p1", "c1", "contradiction"), ("p2", "e2", "entailment"),
+               ("p1", "e3", "entailment"), ("p2", "n2", "neutral"), ("p3", "x", "-")]
+    nli = tmp_path / "nli.json"
+    nli.write_text("".join(json.dumps({"sentence1": a, "sentence2": b, "label": label}) + "\n"
+                           for a, b, label in records), encoding="utf-8")
+    rows = losses.class_rows(nli)
+    assert rows == [("p1", "e1", 0), ("p2", "e2", 1), ("p1", "e3", 0)]
+
+    path = tmp_path / "classes.jsonl"
+    losses.write_rows(path, "classes", rows)
+    args = losses.column_args("classes")
+    assert args == ["--text-columns", "premise,hypothesis", "--label-column", "label"]
+    data = OBJECTIVES["supcon"].prepare(
+        read_dataset(str(path), "jsonl", text_columns=args[1].split(","), label_column=args[3]),
+        "jsonl")
+    assert [list(c) for c in data.columns] == [["p1", "p2", "p1"], ["e1", "e2", "e3"]]
+    assert np.asarray(data.labels).tolist() == [0, 1, 0]
+    (tmp_path / "none.json").write_text(json.dumps(
+        {"sentence1": "a", "sentence2": "b", "label": "neutral"}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no entailment rows"):
+        losses.class_rows(tmp_path / "none.json")
+
+
+def test_the_peers_margin_loss_is_keras_cosents_hinge_margin_ranking():
+    """The margin run's peer, `TripletLoss(COSINE, margin 0.2)`, equals
+    `MarginRankingLoss(margin=0.2)` (hinge) on the same (anchor, positive, negative)
+    embeddings, including rows inside and outside the margin. Checked once, on torch."""
+    import keras
+
+    if keras.backend.backend() != "torch":
+        pytest.skip("the peer's loss is checked once, in the torch test process")
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sentence_transformers")
+
+    from bench.peer_losses import make_loss
+    from keras_cosent.losses import MarginRankingLoss
+
+    rows = np.random.default_rng(2).normal(size=(32, 3, 8)).astype("float32")
+    rows[0, 2] = rows[0, 0]  # a negative equal to its anchor: far inside the margin
+    rows[1, 1] = rows[1, 0]  # a positive equal to its anchor
+    theirs = make_loss(None, "margin").compute_loss_from_embeddings(
+        [torch.tensor(rows[:, k]) for k in range(3)], torch.zeros(32))
+    ours = MarginRankingLoss(margin=0.2)(np.zeros(32, "float32"), rows)
+    np.testing.assert_allclose(float(ours), float(theirs), rtol=1e-5)
