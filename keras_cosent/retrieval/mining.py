@@ -182,7 +182,8 @@ def mine_hard_negatives(
                     taken = list(pos_set | set(kept))
 
                     def acceptable():
-                        mask = np.asarray(passes(c @ q[qi]), dtype=bool) & np.ones(len(c), bool)
+                        # passes() is a plain True when no margin applies: one per document.
+                        mask = np.array(np.broadcast_to(passes(c @ q[qi]), len(c)), dtype=bool)
                         mask[taken] = False
                         return mask
 

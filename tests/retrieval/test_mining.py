@@ -67,6 +67,17 @@ def test_random_fill_completes_short_rows_with_documents_the_margin_accepts():
     assert [r[:len(u)] for r, u in zip(rows, unfilled)] == unfilled
 
 
+def test_random_fill_without_a_margin_takes_every_other_document_when_asked_for_more():
+    # No margin: every non-positive document is acceptable, 5 of them. Asking for 6
+    # keeps the window's best (unlabelled_dup) and fills the other 4, then runs out.
+    rows, report = mine(num_negatives=6, range_max=1, fill="random", seed=3)
+    others = {f"text {d}" for d in ANGLES if d not in ("pos", "other_pos")}
+    for row in rows:
+        assert row[2] == "text unlabelled_dup"
+        assert len(row[2:]) == len(set(row[2:])) == 5 and set(row[2:]) == others
+    assert report["short_rows"] == 2 and report["filled_rows"] == 0
+
+
 def test_random_fill_draws_seeded_varied_negatives_below_the_margin():
     rng = np.random.default_rng(0)
     docs = rng.normal(size=(400, 8))
