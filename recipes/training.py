@@ -213,15 +213,60 @@ def run_policy(config):
     `--mixed-precision`'s policy (`config["mixed_precision"]`; off: the policy
     stays as it is), then the previous policy again. Under mixed_float16 the
     training model's compile wraps the optimizer in Keras' LossScaleOptimizer
-    (compile's auto_scale_loss).
+    (compile's auto_scale_loss). Warns when the policy is bfloat16 on a CPU
+    whose PyTorch matmuls would crawl (`slow_bfloat16_reason`).
     """
     previous = keras.mixed_precision.global_policy()
     if config["mixed_precision"]:
+        if "bfloat16" in config["mixed_precision"]:
+            reason = slow_bfloat16_reason()
+            if reason:
+                warnings.warn(reason, stacklevel=2)
         keras.mixed_precision.set_global_policy(config["mixed_precision"])
     try:
         yield
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_flags(cpuinfo="/proc/cpuinfo"):
+    """The CPU's feature flags from Linux' `cpuinfo`, or None where that file is unreadable."""
+    try:
+        with open(cpuinfo, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        return None
+    return None
+
+
+def slow_bfloat16_reason(backend=None, gpu=None, flags=None):
+    """Why a bfloat16 run would be far slower than float32 here, or None.
+
+    PyTorch on a CPU with no bfloat16 instructions (`avx512_bf16`, `amx_bf16`)
+    runs bfloat16 matmuls on a slow fallback: 40-50x float32's time on a
+    2-core AVX2 machine, where JAX and TensorFlow run bfloat16 about as fast
+    as float32. The arguments default to this process's backend, whether
+    PyTorch sees a GPU, and this machine's flags (unknown flags: no warning).
+    """
+    backend = backend or keras.backend.backend()
+    if backend != "torch":
+        return None
+    if gpu is None:
+        import torch
+
+        gpu = torch.cuda.is_available()
+    flags = cpu_flags() if flags is None else flags
+    if gpu or flags is None or flags & set(BFLOAT16_CPU_FLAGS):
+        return None
+    return ("--mixed-precision mixed_bfloat16 on PyTorch on this CPU (no "
+            f"{' or '.join(BFLOAT16_CPU_FLAGS)}): PyTorch's bfloat16 matmuls run on a slow "
+            "fallback here, tens of times float32's time. Train in float32 (drop "
+            "--mixed-precision), on a GPU, or with --backend jax or tensorflow.")
 
 
 def save_encoder(encoder, directory, config):

@@ -194,6 +194,55 @@ def test_nli_recipes_on_ocnli(cli, tiny_checkpoint, shared_data, tmp_path, recip
     assert results["dev"]["pairs"] == gold
 
 
+def test_cpu_flags_read_from_cpuinfo(tmp_path):
+    from recipes.training import cpu_flags
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: x\nflags\t\t: fpu avx2 avx512_bf16\n\n"
+                    "processor\t: 1\nflags\t\t: fpu avx2 avx512_bf16\n")
+    assert cpu_flags(info) == {"fpu", "avx2", "avx512_bf16"}
+    assert cpu_flags(tmp_path / "missing") is None
+    info.write_text("processor\t: 0\n")
+    assert cpu_flags(info) is None
+
+
+@pytest.mark.parametrize("backend, gpu, flags, warns", [
+    ("torch", False, {"avx2", "fma"}, True),
+    ("torch", False, {"avx2", "avx512_bf16"}, False),
+    ("torch", False, {"avx2", "amx_bf16"}, False),
+    ("torch", True, {"avx2"}, False),
+    ("torch", False, None, False),  # flags unknown (not Linux): no guess
+    ("jax", False, {"avx2"}, False),
+    ("tensorflow", False, {"avx2"}, False),
+])
+def test_bfloat16_warns_only_for_pytorch_on_a_cpu_without_bfloat16_instructions(
+        backend, gpu, flags, warns, monkeypatch):
+    import recipes.training as training
+
+    if flags is None:
+        monkeypatch.setattr(training, "cpu_flags", lambda: None)
+    reason = training.slow_bfloat16_reason(backend=backend, gpu=gpu, flags=flags)
+    assert (reason is not None) == warns
+    if warns:
+        assert "avx512_bf16" in reason and "--backend jax" in reason
+
+
+def test_run_policy_warns_with_the_reason_and_restores_the_policy(monkeypatch):
+    import recipes.training as training
+
+    monkeypatch.setattr(training, "slow_bfloat16_reason", lambda: "slow here")
+    before = keras.mixed_precision.global_policy().name
+    with pytest.warns(UserWarning, match="slow here"):
+        with training.run_policy({"mixed_precision": "mixed_bfloat16"}):
+            assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
+    assert keras.mixed_precision.global_policy().name == before
+    monkeypatch.setattr(training, "slow_bfloat16_reason",
+                        lambda: pytest.fail("asked for a float16 run"))
+    with training.run_policy({"mixed_precision": "mixed_float16"}):
+        pass
+    assert keras.mixed_precision.global_policy().name == before
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", [
     "mixed_bfloat16",
@@ -281,7 +330,10 @@ def test_mixed_bfloat16_minilm_on_stsb_within_half_a_point(cli, minilm_path, sha
                                                              tmp_path):
     """The issue's check: one epoch of MiniLM on STS-B in bfloat16 scores like float32.
 
-    About 10 minutes per policy on 2 CPU cores (bfloat16 is emulated on most CPUs).
+    About 6-10 minutes per policy on 2 CPU cores on JAX and TensorFlow. PyTorch on a
+    CPU without bfloat16 instructions runs bfloat16 matmuls tens of times slower
+    than float32 (`train` warns): there the bfloat16 half takes hours; run it where
+    the CPU has `avx512_bf16`/`amx_bf16`, or on a GPU.
     """
     sts = shared_data / "stsbenchmark"
     spearman = {}
