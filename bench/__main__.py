@@ -12,8 +12,8 @@
     python -m bench report FILE.jsonl    (medians and per-round ratios to the peer)
     python -m bench tool NAME [options]  (NAME: train-steps, profile-train,
                                           profile-encode-torch, machine-limit, peer-sts,
-                                          gradcache,
-                                          ranking-scaling)
+                                          gradcache, ranking-scaling,
+                                          precision-speed)
 """
 
 import argparse
@@ -26,7 +26,8 @@ TOOLS = {"train-steps": "bench.train_steps",
          "machine-limit": "bench.machine_limit",
          "peer-sts": "bench.peer_sts",
          "gradcache": "bench.gradcache",
-         "ranking-scaling": "bench.ranking_scaling"}
+         "ranking-scaling": "bench.ranking_scaling",
+         "precision-speed": "bench.precision_speed"}
 
 
 def main(argv=None):
