@@ -229,6 +229,28 @@ def run_policy(config):
         keras.mixed_precision.set_global_policy(previous)
 
 
+def zero_loss_warning():
+    """A callback that warns, once, after an epoch whose loss was 0 on every batch.
+
+    Such an epoch moved the weights by weight decay alone: every row already
+    met a hinge loss' margin (`triplet`, `margin-ranking` on easy negatives),
+    or no SupCon/batch-hard batch held a positive.
+    """
+    warned = []
+
+    def on_epoch_end(epoch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and float(loss) == 0.0 and not warned:
+            warned.append(epoch)
+            warnings.warn(
+                f"epoch {epoch + 1}: the loss was 0 on every batch, so training learned "
+                "nothing from these rows (only weight decay moved the weights): every row "
+                "already meets the loss' margin, or no batch holds a positive. Raise "
+                "--margin, train on harder negatives, or raise --batch-size.", stacklevel=2)
+
+    return keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end)
+
+
 BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
@@ -378,6 +400,7 @@ def _train_encoder(config, directory, env, backup_dir):
             initial_value_threshold=best_so_far(backup_dir / EPOCH_LOG, keep_best),
         ))
     callbacks += [
+        zero_loss_warning(),
         keras.callbacks.CSVLogger(str(backup_dir / EPOCH_LOG), append=True),
         # Last, so that the state is saved after the epoch's logs are written: a
         # run killed in between repeats the epoch, and its logged row is replaced.

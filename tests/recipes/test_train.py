@@ -194,6 +194,22 @@ def test_nli_recipes_on_ocnli(cli, tiny_checkpoint, shared_data, tmp_path, recip
     assert results["dev"]["pairs"] == gold
 
 
+def test_an_epoch_with_zero_loss_warns_once_with_the_way_out():
+    import warnings
+
+    from recipes.training import zero_loss_warning
+
+    callback = zero_loss_warning()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        callback.on_epoch_end(0, {"loss": 0.25})
+        callback.on_epoch_end(1, {"loss": 0.0})
+        callback.on_epoch_end(2, {"loss": 0.0})
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith("epoch 2: the loss was 0") and "--margin" in message
+
+
 def test_cpu_flags_read_from_cpuinfo(tmp_path):
     from recipes.training import cpu_flags
 
