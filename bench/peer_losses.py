@@ -49,8 +49,9 @@ DIMS = (384, 256, 128, 64)
 # The joint run's `keras-cosent train --loss`: its weights and InfoNCE threshold come
 # from keras-cosent's joint objective (`joint_from_embeddings`).
 JOINT_SPEC = "infonce:1.0,cosent:0.5"
-OBJECTIVE_OF = {"triplet": "triplet", "margin": "margin-ranking", "mnrl": "infonce", "matryoshka": "cosent",
-                "cosent": "cosent", "joint": JOINT_SPEC, "staged": "cosent"}
+OBJECTIVE_OF = {"triplet": "triplet", "margin": "margin-ranking", "mnrl": "infonce",
+                "matryoshka": "cosent", "cosent": "cosent", "joint": JOINT_SPEC,
+                "staged": "cosent"}
 
 
 def keras_batch_plan(columns, batch_size, seed, epochs, unique_texts):

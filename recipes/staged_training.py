@@ -52,6 +52,7 @@ def train_stages(config, directory, env, backup_dir):
     from recipes.training import read_datasets
     from recipes.training import run_policy
     from recipes.training import save_encoder
+    from recipes.training import zero_loss_warning
 
     tasks, _, dev, test = read_datasets(config)
     keras.utils.set_random_seed(config["seed"])
@@ -81,6 +82,7 @@ def train_stages(config, directory, env, backup_dir):
                 callbacks.append(SpearmanEvaluator.from_dataset(
                     dev, name=DEV_NAME, encoder=encoder, verbose=0))
             callbacks += [
+                zero_loss_warning(),
                 keras.callbacks.CSVLogger(str(log)),
                 # Serves each epoch's batches as a plain run does (from the seed and
                 # the epoch number); the backup is removed when the stage ends.

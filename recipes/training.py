@@ -270,9 +270,9 @@ def slow_bfloat16_reason(backend=None, gpu=None, flags=None):
     """Why a bfloat16 run would be far slower than float32 here, or None.
 
     PyTorch on a CPU with no bfloat16 instructions (`avx512_bf16`, `amx_bf16`)
-    runs bfloat16 matmuls on a slow fallback: 40-50x float32's time on a
-    2-core AVX2 machine, where JAX and TensorFlow run bfloat16 about as fast
-    as float32. The arguments default to this process's backend, whether
+    runs bfloat16 matmuls on a slow fallback: on a 2-core AVX2 machine a matmul
+    takes 134x float32's time and a MiniLM forward pass 54x, where JAX and
+    TensorFlow run bfloat16 at 1.1x (BENCHMARKS.md, `bench tool precision-speed`). The arguments default to this process's backend, whether
     PyTorch sees a GPU, and this machine's flags (unknown flags: no warning).
     """
     backend = backend or keras.backend.backend()

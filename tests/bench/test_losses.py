@@ -198,8 +198,9 @@ def test_class_rows_are_entailed_pairs_with_one_class_per_premise(tmp_path):
     from keras_cosent.data import read_dataset
     from keras_cosent.training import OBJECTIVES
 
-    records = [("p1", "e1", "entailment"), ("p1", "c1", "contradiction"), ("p2", "e2", "entailment"),
-               ("p1", "e3", "entailment"), ("p2", "n2", "neutral"), ("p3", "x", "-")]
+    records = [("p1", "e1", "entailment"), ("p1", "c1", "contradiction"),
+               ("p2", "e2", "entailment"), ("p1", "e3", "entailment"),
+               ("p2", "n2", "neutral"), ("p3", "x", "-")]
     nli = tmp_path / "nli.json"
     nli.write_text("".join(json.dumps({"sentence1": a, "sentence2": b, "label": label}) + "\n"
                            for a, b, label in records), encoding="utf-8")
