@@ -6,7 +6,8 @@ sentence per line) with `keras-cosent train`, and reports dev and test Spearman
 x 100 (and the starting encoder's). The three runs differ only in
 `--word-repetition 0.32` and `--queue-size 160 --momentum 0.995` (ESimCSE's
 BERT-base values). `--data` is STS-B English (`sts-benchmark`) or Chinese
-(`sts-b-zh`); each seed draws its own subsample and seeds its own runs:
+(`sts-b-zh`); each seed draws its own subsample and seeds its own runs. With `--json`, the
+runs and seeds already in that file are kept and not run again:
 
     .venv/bin/python bench/esimcse.py --data sts-benchmark --sentences 2000 \
         --seeds 1,2,3 --backend torch --json bench/results/esimcse-en.json
@@ -61,13 +62,17 @@ def main():
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     fmt, paths = split_paths(args.data)
-    results = {"data": args.data, "sentences": args.sentences, "backend": args.backend,
-               "runs": {}}
+    results = load_results(args.json, {"data": args.data, "sentences": args.sentences,
+                                       "backend": args.backend})
     for seed in [int(s) for s in args.seeds.split(",")]:
+        todo = [name for name in args.runs.split(",")
+                if str(seed) not in results["runs"].get(name, {})]
+        if not todo:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             corpus = os.path.join(tmp, "sentences.txt")
             write_sentences(corpus, args.data, args.sentences, seed)
-            for name in args.runs.split(","):
+            for name in todo:
                 output = os.path.join(tmp, name)
                 command = [
                     sys.executable, "-m", "recipes", "--backend", args.backend, "train",
@@ -93,6 +98,23 @@ def main():
                         json.dump(results, f, indent=2)
                         f.write("\n")
     print(summary(results))
+
+
+def load_results(path, settings):
+    """The results already in `path` (a run and seed found there is not run again),
+    else an empty record; the file's settings must be these, or it is another bench."""
+    results = {**settings, "runs": {}}
+    if not path or not os.path.exists(path):
+        return results
+    with open(path, encoding="utf-8") as f:
+        found = json.load(f)
+    differ = {key: (found.get(key), value) for key, value in settings.items()
+              if found.get(key) != value}
+    if differ:
+        raise SystemExit(f"{path} holds results for other settings (file, asked): {differ}; "
+                         f"name another --json")
+    results["runs"] = found.get("runs", {})
+    return results
 
 
 def summary(results):
