@@ -2,15 +2,17 @@
 
 `apply(toggles, backend)` runs in the child process before Keras is imported: it
 starts the backend as `keras-cosent` does (`recipes.context.Environment`, which
-enables every runtime piece that applies), then turns off the pieces toggled off.
-Toggle names are `keras_cosent.runtime.PIECES` (`tf_bfc_allocator`, `glibc_pool`,
-`tf_threefry_dropout`, `tf_data_autotune_off`); value True = on, as `keras-cosent`
-sets it.
+enables the recommended runtime pieces that apply), then turns off the pieces
+toggled off and on the ones toggled on. Toggle names are
+`keras_cosent.runtime.PIECES` (`tf_bfc_allocator`, `glibc_pool`,
+`glibc_mmap_threshold`, `tf_threefry_dropout`, `tf_data_autotune_off`); value
+True = on.
 """
 
 # The names of keras_cosent.runtime.PIECES, spelled here so that parsing the
 # command line imports nothing (tests/bench checks they match).
-NAMES = ("tf_bfc_allocator", "glibc_pool", "tf_threefry_dropout", "tf_data_autotune_off")
+NAMES = ("tf_bfc_allocator", "glibc_pool", "glibc_mmap_threshold", "tf_threefry_dropout",
+         "tf_data_autotune_off")
 
 
 def parse(items):
@@ -35,4 +37,7 @@ def apply(toggles, backend):
     off = [name for name, on in toggles.items() if not on]
     if off:
         runtime.disable(off)
+    on = [name for name, on in toggles.items() if on]
+    if on:
+        runtime.enable(on, backend=backend)
     return runtime.active()

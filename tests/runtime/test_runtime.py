@@ -162,6 +162,68 @@ def test_the_users_glibc_settings_win():
     assert run_child(code, MALLOC_ARENA_MAX="4") == "False"
 
 
+# === glibc_mmap_threshold ===
+
+# Allocates, fills and frees an 8 MiB block, then a 4 MiB one three times, and
+# says each time whether glibc served it from a mapping of its own (mallinfo2's
+# `hblkhd`: bytes in such mappings) while it was held.
+MAPPED = textwrap.dedent("""
+    import ctypes, json, sys
+    from keras_cosent import runtime
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost")]
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = (ctypes.c_size_t,)
+    libc.free.argtypes = (ctypes.c_void_p,)
+    libc.mallinfo2.restype = Mallinfo2
+    record = {}
+    if sys.argv[1] == "on":
+        record["piece"] = runtime.enable(["glibc_mmap_threshold"], backend="torch")[
+            "glibc_mmap_threshold"]
+
+    def mapped_while_held(size):
+        before = libc.mallinfo2().hblkhd
+        block = libc.malloc(size)
+        ctypes.memset(block, 1, size)
+        held = libc.mallinfo2().hblkhd
+        libc.free(block)
+        return held - before >= size
+
+    record["mapped"] = [mapped_while_held(8 * 2**20)]
+    record["mapped"] += [mapped_while_held(4 * 2**20) for _ in range(3)]
+    print(json.dumps(record))
+""")
+
+
+@glibc_only
+def test_default_glibc_moves_a_freed_large_block_to_the_heap():
+    # The reference behaviour the piece works around: glibc maps the first large
+    # block on its own, then raises its threshold to the freed block's size and
+    # serves smaller ones from the heap, where longer-lived small blocks can pin
+    # the freed space (the cached PyTorch step's growth).
+    assert json.loads(run_child(MAPPED, "off"))["mapped"] == [True, False, False, False]
+
+
+@glibc_only
+def test_fixed_mmap_threshold_maps_every_large_block_on_its_own():
+    record = json.loads(run_child(MAPPED, "on"))
+    assert record["piece"]["on"] is True, record
+    assert record["mapped"] == [True, True, True, True], record
+    assert run_child(MAPPED, "on", MALLOC_MMAP_THRESHOLD_="8388608").startswith(
+        '{"piece": {"on": false')
+
+
+def test_the_mmap_threshold_is_not_in_the_recommended_set():
+    record = runtime.enable(backend="torch")
+    assert record["glibc_mmap_threshold"] == {"on": False, "detail": "not enabled"}
+    assert set(runtime.RECOMMENDED) == set(runtime.PIECES) - {"glibc_mmap_threshold"}
+
+
 def test_user_set_allocator_reads_the_environment():
     assert not runtime.user_set_allocator({"PATH": "/bin", "MALLOC_CHECK": "1"})
     assert not runtime.user_set_allocator({"GLIBC_TUNABLES": "glibc.pthread.rseq=0"})
@@ -180,7 +242,8 @@ def test_the_cli_enables_what_applies_to_its_backend():
         print(json.dumps({k: v["on"] for k, v in runtime.active().items()}))
     """ % backend)
     on = json.loads(run_child(code))
-    assert on == {name: owner == backend for name, owner in runtime.PIECES.items()}
+    assert on == {name: owner == backend and name in runtime.RECOMMENDED
+                  for name, owner in runtime.PIECES.items()}
 
 
 def test_the_cli_can_be_told_not_to_tune():
