@@ -154,8 +154,7 @@ def build_setup(config, encoder, tasks, matryoshka_dims=None):
     from keras_cosent.training import Task
     from keras_cosent.training import build_multi
 
-    options = {"scale": config["scale"], "temperature": config["temperature"],
-               "margin": config.get("margin"), "distance": config.get("distance")}
+    options = loss_options(config)
     return build_multi(
         encoder,
         [Task(dataset, loss, options, data_format) for dataset, data_format, loss in tasks],

@@ -20,10 +20,23 @@ KEEP_BEST_METRICS = ("dev_spearman", "ir_dev_ndcg@10", "ir_dev_mrr@10", "ir_dev_
 POOLINGS = ("mean", "cls", "max", "mean_sqrt_len", "weighted_mean", "first_last_avg")
 # `train --distance`: the distances of keras_cosent.losses.TripletLoss.
 TRIPLET_DISTANCES = ("cosine", "euclidean")
+# `train --margin-form`: the forms of keras_cosent.losses.MarginRankingLoss.
+MARGIN_FORMS = ("hinge", "logistic")
 # `train --mixed-precision`: the Keras dtype policies it accepts.
 MIXED_PRECISION_POLICIES = ("mixed_bfloat16", "mixed_float16")
 
 INPUT_FILE = click.Path(exists=True, dir_okay=False)
+
+
+def loss_options(config):
+    """A `train` run's loss options, as `keras_cosent.training.build` takes them.
+
+    Every objective picks the ones it has (`Objective.options`); unset ones are None
+    and leave the loss's own default.
+    """
+    return {"scale": config["scale"], "temperature": config["temperature"],
+            "margin": config.get("margin"), "distance": config.get("distance"),
+            "form": config.get("margin_form")}
 
 
 class ObjectiveChoice(click.Choice):

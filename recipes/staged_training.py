@@ -29,6 +29,7 @@ from recipes import multi_dataset
 from recipes import reporting
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import load_encoder
+from recipes.options import loss_options
 
 STAGE_LOG = "stage{stage}.csv"
 DEV_NAME = "dev"
@@ -72,9 +73,7 @@ def train_stages(config, directory, env, backup_dir):
                 batch_size=config["batch_size"], epochs=epochs, learning_rate=config["lr"],
                 warmup=config["warmup"], weight_decay=config["weight_decay"],
                 seed=config["seed"], packing=config["packing"], data_format=data_format,
-                scale=config["scale"], temperature=config["temperature"],
-                margin=config.get("margin"), distance=config.get("distance"),
-                matryoshka_dims=matryoshka_dims,
+                matryoshka_dims=matryoshka_dims, **loss_options(config),
             )
             log = backup_dir / STAGE_LOG.format(stage=stage)
             callbacks = []

@@ -33,6 +33,7 @@ from recipes.evaluation import evaluate_sts
 from recipes.model_loading import ENCODER_FILE
 from recipes.model_loading import load_encoder
 from recipes.options import fraction_or_none
+from recipes.options import loss_options
 from recipes.options import parse_text_columns
 
 DEV_NAME = "dev"
@@ -352,16 +353,13 @@ def _train_encoder(config, directory, env, backup_dir):
                 seed=config["seed"],
                 packing=config["packing"],
                 data_format=train_format,
-                scale=config["scale"],
-                temperature=config["temperature"],
-                margin=config.get("margin"),
-                distance=config.get("distance"),
                 matryoshka_dims=matryoshka_dims,
                 devices=config.get("devices", 1),
                 mini_batch_size=config.get("mini_batch_size"),
                 queue_size=config.get("queue_size"),
                 momentum=config.get("momentum"),
                 word_repetition=config.get("word_repetition"),
+                **loss_options(config),
             )
     model, batches = setup.model, setup.batches
 

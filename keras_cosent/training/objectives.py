@@ -409,7 +409,7 @@ for _objective in (
         name="margin-ranking",
         summary="margin ranking of the positive above each negative: (query, positive, "
         "negatives...) rows; NLI triplets",
-        loss=losses.MarginRankingLoss, options=("margin",), shape=negative_rows,
+        loss=losses.MarginRankingLoss, options=("margin", "form", "scale"), shape=negative_rows,
         reader_options=_triplets_from_nli, needs_labels=False,
     ),
     Objective(

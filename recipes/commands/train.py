@@ -22,6 +22,7 @@ from recipes.options import INPUT_FILE
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
 from recipes.options import POSITIVE_FLOAT
+from recipes.options import MARGIN_FORMS
 from recipes.options import TRIPLET_DISTANCES
 from recipes.options import _check_text_columns
 from recipes.options import backend_option
@@ -46,7 +47,7 @@ ESIMCSE_OPTIONS = ("queue_size", "momentum", "word_repetition")
 QUEUE_LOSSES = ("infonce", "simcse")
 # Options recorded in config.json only when set, so that runs made before they
 # existed keep their configuration (and identity).
-OPTIONAL_OPTIONS = ("distance", "eval_text_columns", "eval_label_column")
+OPTIONAL_OPTIONS = ("distance", "margin_form", "eval_text_columns", "eval_label_column")
 
 _RECIPE_WIDTH = max(len(name) for name in RECIPES)
 _RECIPE_LIST = "\n".join(
@@ -209,12 +210,18 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option("--max-length", type=click.IntRange(min=3), default=64, show_default=True,
               help="Tokens per sentence, [CLS] and [SEP] included; longer ones are cut.")
 @click.option("--scale", type=POSITIVE_FLOAT, default=20.0, show_default=True,
-              help="Scale of CoSENT and AnglE (1 / temperature).")
+              help="Scale of CoSENT, AnglE and the logistic margin ranking (1 / temperature).")
 @click.option("--temperature", type=POSITIVE_FLOAT, default=0.05, show_default=True,
               help="Temperature of InfoNCE, SimCSE, NT-Xent and SupCon.")
 @click.option("--margin", type=click.FloatRange(min=0), default=None,
               show_default="the loss's: triplet and batch-hard-triplet 0.5, margin-ranking 0.2",
               help="Margin of the triplet, batch-hard-triplet and margin-ranking losses.")
+@click.option("--margin-form", type=click.Choice(MARGIN_FORMS), default=None,
+              show_default="the loss's: hinge",
+              help="Form of the margin-ranking loss: hinge, max(0, margin - (s(q,p) - "
+              "s(q,n))), which ignores rows already ranked by more than --margin; or "
+              "logistic, log(1 + exp(-scale (s(q,p) - s(q,n)))) with --scale, which keeps "
+              "learning from every row.")
 @click.option("--distance", type=click.Choice(TRIPLET_DISTANCES), default=None,
               show_default="the loss's: cosine",
               help="Distance of the triplet and batch-hard-triplet losses: cosine (1 - cos) "
@@ -321,12 +328,17 @@ def train(ctx, env, **options):
             f"least {smallest} rows per batch (the other rows are the negatives)",
             param_hint="--batch-size",
         )
-    if options.get("distance") is not None and not any(
-            "distance" in _loss_options(get_objective(loss)) for loss in losses):
-        raise click.BadParameter(
-            f"sets the distance of the triplet losses (--loss triplet or batch-hard-triplet); "
-            f"--loss {options['loss']} has none", param_hint="--distance",
-        )
+    for name, option, what in (
+            ("distance", "distance", "the distance of the triplet losses (--loss triplet or "
+             "batch-hard-triplet)"),
+            ("margin_form", "form", "the form of the margin-ranking loss (--loss "
+             "margin-ranking)")):
+        if options.get(name) is not None and not any(
+                option in _loss_options(get_objective(loss)) for loss in losses):
+            raise click.BadParameter(
+                f"sets {what}; --loss {options['loss']} has none",
+                param_hint="--" + name.replace("_", "-"),
+            )
     config = build_config(env.backend, options, tuning=env.tuning)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if run_directory.check(config) == "same":

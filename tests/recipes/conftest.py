@@ -75,6 +75,14 @@ def tiny_checkpoint(tmp_path_factory):
     return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert"))
 
 
+@pytest.fixture(scope="session")
+def no_dropout_checkpoint(tmp_path_factory):
+    """The tiny BERT without dropout: a training step embeds as `encode` does, so a
+    first step's logged loss can be checked against a reference on `encode`'s output."""
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert_no_dropout"), seed=1,
+                                dropout=0.0)
+
+
 @pytest.fixture
 def small_train(tmp_path):
     """16 demo training pairs with varied scores."""

@@ -19,15 +19,7 @@ from scipy import stats
 
 from recipes.model_loading import load_encoder
 from tests.recipes.conftest import demo_rows
-from tests.recipes.conftest import save_tiny_checkpoint
 from tests.recipes.test_cli import assert_one_line_error
-
-
-@pytest.fixture(scope="module")
-def no_dropout_checkpoint(tmp_path_factory):
-    """The conftest's tiny BERT, without dropout: a training step embeds as `encode` does."""
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert_no_dropout"), seed=1,
-                                dropout=0.0)
 
 
 def _topic(score):

@@ -7,6 +7,7 @@ from recipes.errors import CliError
 from recipes.model_loading import resolve_checkpoint
 from recipes.model_loading import saved_encoder_path
 from recipes.options import FORMATS
+from recipes.options import MARGIN_FORMS
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
 from recipes.options import TRIPLET_DISTANCES
@@ -20,6 +21,9 @@ def test_choices_match_the_library():
     from keras_cosent.losses.triplet_loss import DISTANCES
 
     assert TRIPLET_DISTANCES == DISTANCES
+    from keras_cosent.losses.margin_ranking_loss import FORMS
+
+    assert MARGIN_FORMS == FORMS
 
 
 def test_packaged_checkpoint_alias():

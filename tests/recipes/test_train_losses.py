@@ -63,6 +63,51 @@ def test_each_new_loss_trains_from_the_cli(cli, tiny_checkpoint, tmp_path, loss)
     assert json.loads((tmp_path / "run" / "config.json").read_text())["config"]["loss"] == loss
 
 
+def _logistic_ranking_reference(query, positive, negative, scale):
+    """MarginRankingLoss(form="logistic") in NumPy: mean of log(1 + exp(-scale (s_p - s_n)))."""
+    def cos(a, b):
+        return np.sum(a * b, -1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+    gap = cos(query, positive) - cos(query, negative)
+    return float(np.mean(np.logaddexp(0.0, -scale * gap)))
+
+
+def test_margin_form_logistic_first_step_matches_numpy_and_is_replayed(
+        cli, no_dropout_checkpoint, tmp_path):
+    rows = demo_rows("train")[:16]
+    train, options = _ranked_csv(tmp_path / "train.tsv", rows)
+    output = tmp_path / "run"
+    # One batch of all 16 rows: the epoch's logged loss is the first step's.
+    result = cli("train", "--loss", "margin-ranking", "--margin-form", "logistic",
+                 "--scale", 5, "--backbone", no_dropout_checkpoint, "--train", train,
+                 *options, "--epochs", 1, "--batch-size", 16, "--max-length", 16,
+                 "--output", output)
+    assert result.exit_code == 0, result.output
+
+    from recipes.model_loading import load_encoder
+
+    encoder = load_encoder(str(no_dropout_checkpoint), None, 16)
+    columns = [[first for first, _, _ in rows], [second for _, second, _ in rows],
+               [rows[(i + 3) % len(rows)][1] for i in range(len(rows))]]
+    expected = _logistic_ranking_reference(*(encoder.encode(c) for c in columns), scale=5.0)
+    logged = json.loads((output / "metrics.json").read_text())[0]["loss"]
+    assert logged == pytest.approx(expected, rel=1e-4)
+
+    record = json.loads((output / "config.json").read_text())
+    assert record["config"]["margin_form"] == "logistic"
+    words = shlex.split(record["command"])
+    assert words[words.index("--margin-form") + 1] == "logistic"
+
+
+def test_margin_form_is_refused_where_the_loss_has_none(cli, tiny_checkpoint, small_train,
+                                                        tmp_path):
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--loss", "cosent", "--margin-form", "logistic", "--epochs", 1,
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "--margin-form", "--loss cosent has none")
+    assert not (tmp_path / "run").exists()
+
+
 def test_matryoshka_dims_are_trained_recorded_and_replayed(cli, tiny_checkpoint, small_train,
                                                            tmp_path, monkeypatch):
     import keras_cosent.training.builder as builder
