@@ -12,6 +12,10 @@ as `keras-cosent train`.
     python -m bench tool gradcache --backend torch --sizes 256,1024,4096 \\
         --mini-batch-size 32 --out bench/results/gradcache.jsonl
 
+The runtime pieces are on, as `keras-cosent train` sets them; on PyTorch that
+includes `glibc_mmap_threshold` for the cached step's first pass. `--off
+glibc_mmap_threshold` measures glibc's defaults instead.
+
 Prints one JSON line per run (also appended to `--out`) and a Markdown table.
 Columns: `rss_model_mib` (after loading and building, before any step),
 `peak_rss_mib` (the process's peak at the end), `seconds` (the fastest of the
@@ -41,6 +45,8 @@ def worker(args):
     from keras_cosent import runtime
 
     runtime.enable()
+    if args.off:
+        runtime.disable(args.off.split(","))
     keras.utils.set_random_seed(0)
     s1, s2, _ = read_sts_pairs("train")
     rows = args.rows * args.steps
@@ -67,6 +73,7 @@ def worker(args):
         "seconds": round(min(seconds), 2), "all_seconds": [round(s, 2) for s in seconds],
         "loss": float(logs["loss"]), "rss_model_mib": round(rss_model),
         "peak_rss_mib": round(peak_rss_mib()), "finite": bool(np.isfinite(logs["loss"])),
+        "runtime": {name: piece["on"] for name, piece in runtime.active().items()},
     }
     print("RESULT " + json.dumps(record), flush=True)
 
@@ -85,6 +92,8 @@ def run(args):
                    "--steps", str(steps)]
         if mini is not None:
             command += ["--mini-batch-size", str(mini)]
+        if args.off:
+            command += ["--off", args.off]
         env = dict(os.environ, KERAS_BACKEND=args.backend)
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
@@ -125,6 +134,9 @@ def main():
     p.add_argument("--max-uncached", type=int, default=1024,
                    help="largest B run uncached (24 GiB machine: 1024)")
     p.add_argument("--steps", type=int, default=2, help="timed steps per run (B > 256: 1)")
+    p.add_argument("--off", default="",
+                   help="comma-separated `keras_cosent.runtime` pieces to leave off (e.g. "
+                        "glibc_mmap_threshold); the rest are on, as `keras-cosent` sets them")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     if args.worker:

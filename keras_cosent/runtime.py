@@ -34,20 +34,20 @@ The pieces, measured with MiniLM on 2 CPU cores (BENCHMARKS.md has the runs):
   arenas; importing Keras or JAX creates none), and is left alone where
   the user configured glibc's allocator (`GLIBC_TUNABLES`, `MALLOC_*`) or the C
   library is not glibc.
-- `glibc_mmap_threshold` (PyTorch): glibc's `mmap` threshold fixed at 64 KiB
-  (as `MALLOC_MMAP_THRESHOLD_=65536` would), so every block of 64 KiB or more
-  is mapped on its own and handed back to the kernel when freed. By default
-  glibc raises the threshold to the largest block freed so far (up to 32 MiB),
-  after which PyTorch's eager activation buffers come from the heap, where the
-  small tensors that outlive them pin the freed space: a cached (GradCache)
-  step's first pass grew the process by about 21 MiB per 32-row mini-batch,
-  5.9 GiB peak at B = 4,096 against 2.5 GiB with the threshold fixed.
-  `CachedSiameseEncoder` turns it on at its first PyTorch step. Not in the
-  recommended set that `enable()` applies: an uncached step gets no memory
-  back from it and pays a page fault per fresh page of every large buffer.
-  It can be applied at any time (only blocks allocated after it are mapped
-  on their own) and is left alone where the user configured glibc's
-  allocator or the C library is not glibc.
+- `glibc_mmap_threshold` (PyTorch): while a cached (GradCache) step embeds
+  its first, no-gradient pass (`CachedSiameseEncoder`), glibc's `mmap`
+  threshold is 64 KiB, so each mini-batch's activation buffers are mapped on
+  their own and handed back to the kernel when freed (`first_pass_allocations`).
+  By default glibc raises the threshold to the largest block freed so far (up
+  to 32 MiB); the activations then come from the heap, where the embeddings
+  each mini-batch keeps pin the freed space: the first pass grew the process by
+  about 21 MiB per 32-row mini-batch, 5.9 GiB peak at B = 4,096 for MiniLM.
+  After the pass the threshold is 32 MiB (and the trim threshold 64 MiB), where
+  glibc's own adjustment ends up. Only for the pass: fixing the threshold for
+  a whole uncached PyTorch step costs page faults on every fresh buffer
+  (1.2M -> 6.3M faults, 678 -> 1,114 ms per MiniLM step, BENCHMARKS.md). Left
+  alone where the user configured glibc's allocator or the C library is not
+  glibc.
 
 Example:
 
@@ -60,6 +60,7 @@ True
 False
 """
 
+import contextlib
 import ctypes
 import os
 import platform
@@ -76,9 +77,6 @@ PIECES = {
     "tf_threefry_dropout": "tensorflow",
     "tf_data_autotune_off": "tensorflow",
 }
-# The pieces `enable()` applies when none are named: each one measured to help
-# every training or encoding run of its backend.
-RECOMMENDED = tuple(name for name in PIECES if name != "glibc_mmap_threshold")
 
 # mallopt(3) parameter numbers, from glibc's malloc.h, with the values `glibc_pool`
 # sets and glibc's documented defaults that `disable` restores (M_ARENA_MAX 0 means
@@ -96,10 +94,12 @@ GLIBC_DEFAULTS = (
     (_M_TRIM_THRESHOLD, 128 * 1024),
     (_M_TOP_PAD, 128 * 1024),
 )
-# `glibc_mmap_threshold`'s value, and the one `disable` puts back: glibc's initial
-# threshold (its dynamic adjustment stays off once any value has been set).
-MMAP_THRESHOLD = 64 * 1024
-GLIBC_DEFAULT_MMAP_THRESHOLD = 128 * 1024
+# `glibc_mmap_threshold`: the settings during a cached step's first pass, and
+# after it those glibc's dynamic adjustment reaches (a threshold of
+# DEFAULT_MMAP_THRESHOLD_MAX on 64-bit, the trim threshold twice that), which
+# any mallopt setting switches off.
+FIRST_PASS_SETTINGS = ((_M_MMAP_THRESHOLD, 64 * 1024),)
+AFTER_FIRST_PASS_SETTINGS = ((_M_MMAP_THRESHOLD, 32 * 2**20), (_M_TRIM_THRESHOLD, 64 * 2**20))
 GLIBC_MALLOC_VARIABLES = (
     "MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_CHECK_", "MALLOC_MMAP_MAX_",
     "MALLOC_MMAP_THRESHOLD_", "MALLOC_PERTURB_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_",
@@ -122,7 +122,7 @@ def current_backend(backend=None):
 
 
 def enable(pieces=None, backend=None):
-    """Turns on the given pieces (default: the `RECOMMENDED` ones for the backend).
+    """Turns on the given pieces (default: every one that applies to the backend).
 
     Safe to call before Keras is imported: the pieces that must precede the
     framework's start (`tf_bfc_allocator`, `glibc_pool`) are applied first, and
@@ -138,7 +138,7 @@ def enable(pieces=None, backend=None):
         `active()`.
     """
     backend = current_backend(backend)
-    for name in _names(RECOMMENDED if pieces is None else pieces):
+    for name in _names(pieces):
         if _records.get(name, {}).get("on"):
             continue
         if PIECES[name] != backend:
@@ -262,12 +262,35 @@ def _apply_glibc_mmap_threshold():
         return {"on": False, "detail": "the C library is not glibc"}
     if user_set_allocator():
         return {"on": False, "detail": "the user configured glibc's allocator (MALLOC_*/GLIBC_TUNABLES)"}
-    if not _mallopt([(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)]):
-        return {"on": False, "detail": "mallopt refused the setting"}
-    _undo["glibc_mmap_threshold"] = lambda: _mallopt(
-        [(_M_MMAP_THRESHOLD, GLIBC_DEFAULT_MMAP_THRESHOLD)]
-    )
-    return {"on": True, "detail": f"blocks of {MMAP_THRESHOLD // 1024} KiB or more mapped on their own"}
+    # Nothing changes now: `first_pass_allocations` reads the record.
+    _undo["glibc_mmap_threshold"] = lambda: None
+    return {"on": True, "detail": "a cached PyTorch step's first pass maps blocks of 64 KiB "
+                                  "or more on their own"}
+
+
+@contextlib.contextmanager
+def first_pass_allocations():
+    """Inside: glibc maps blocks of 64 KiB or more on their own, if `glibc_mmap_threshold` is on.
+
+    `CachedSiameseEncoder`'s PyTorch step runs its no-gradient pass inside, so
+    that the activations each mini-batch frees go back to the kernel instead of
+    staying in a heap pinned by the embeddings it keeps (module docstring).
+    With the piece off, nothing changes.
+
+    Example:
+
+    >>> from keras_cosent import runtime
+    >>> with runtime.first_pass_allocations():
+    ...     pass
+    """
+    if not _records.get("glibc_mmap_threshold", {}).get("on"):
+        yield
+        return
+    _mallopt(FIRST_PASS_SETTINGS)
+    try:
+        yield
+    finally:
+        _mallopt(AFTER_FIRST_PASS_SETTINGS)
 
 
 # === tf_threefry_dropout ===

@@ -46,10 +46,10 @@ is the full one).
 Memory on PyTorch: the first pass frees each mini-batch's activations and
 keeps its small embeddings, and with glibc's default (dynamic) `mmap` threshold
 those survivors pin the freed heap, so the process grew by about 21 MiB per
-32-row mini-batch (5.9 GiB peak at B = 4,096 for MiniLM). The first PyTorch
-step therefore turns on `keras_cosent.runtime`'s `glibc_mmap_threshold`
-(large blocks mapped on their own and returned when freed), unless the
-environment configures glibc's allocator itself (`MALLOC_*`, `GLIBC_TUNABLES`).
+32-row mini-batch (5.9 GiB peak at B = 4,096 for MiniLM). With
+`keras_cosent.runtime`'s `glibc_mmap_threshold` on (`runtime.enable()`, as
+`keras-cosent` runs), the pass runs inside `runtime.first_pass_allocations()`:
+large blocks mapped on their own and returned when freed.
 
 Batches are padded, not packed: a packed row holds sentences of several batch
 rows, so it cannot be split by rows (`keras_cosent.training.build` turns
@@ -126,7 +126,6 @@ class CachedSiameseEncoder(SiameseEncoder):
         super().__init__(encoder, **kwargs)
         self.mini_batch_size = check_mini_batch_size(mini_batch_size)
         self._jax_pieces = None
-        self._allocator_set = False
 
     def compile(self, *args, jit_compile="auto", **kwargs):
         """`keras.Model.compile`; the outer step always runs without XLA (see the module)."""
@@ -221,9 +220,6 @@ def _set_torch_random_state(seeds, state):
 def _torch_train_step(model, data):
     import torch
 
-    if not model._allocator_set:
-        runtime.enable(["glibc_mmap_threshold"], backend="torch")
-        model._allocator_set = True
     x, y, sample_weight = _unpack(model, data)
     rows = int(x["token_ids"].shape[0])
     spans = _spans(rows, model.mini_batch_size)
@@ -231,7 +227,7 @@ def _torch_train_step(model, data):
 
     # 1. Embed every mini-batch without building a graph, saving the random state.
     states, parts = [], []
-    with torch.no_grad():
+    with torch.no_grad(), runtime.first_pass_allocations():
         for start, stop in spans:
             states.append(_torch_random_state(seeds))
             parts.append(model(_rows(x, start, stop), training=True))

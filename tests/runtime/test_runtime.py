@@ -91,7 +91,8 @@ def test_the_users_allocator_choice_wins(monkeypatch):
 
 def test_pieces_of_another_backend_stay_off_and_unknown_names_are_refused():
     record = runtime.enable(backend="torch")
-    assert not any(piece["on"] for piece in record.values())
+    on = {name for name, piece in record.items() if piece["on"]}
+    assert on == ({"glibc_mmap_threshold"} if runtime.on_glibc() else set()), record
     assert "tensorflow backend only" in record["tf_threefry_dropout"]["detail"]
     with pytest.raises(ValueError, match="'fast_mode'"):
         runtime.enable(["fast_mode"])
@@ -164,9 +165,10 @@ def test_the_users_glibc_settings_win():
 
 # === glibc_mmap_threshold ===
 
-# Allocates, fills and frees an 8 MiB block, then a 4 MiB one three times, and
-# says each time whether glibc served it from a mapping of its own (mallinfo2's
-# `hblkhd`: bytes in such mappings) while it was held.
+# Allocates, fills and frees an 8 MiB block, then a 4 MiB one twice inside
+# `first_pass_allocations()` and twice after it, and says each time whether
+# glibc served it from a mapping of its own (mallinfo2's `hblkhd`: bytes in such
+# mappings) while it was held.
 MAPPED = textwrap.dedent("""
     import ctypes, json, sys
     from keras_cosent import runtime
@@ -195,7 +197,9 @@ MAPPED = textwrap.dedent("""
         return held - before >= size
 
     record["mapped"] = [mapped_while_held(8 * 2**20)]
-    record["mapped"] += [mapped_while_held(4 * 2**20) for _ in range(3)]
+    with runtime.first_pass_allocations():
+        record["mapped"] += [mapped_while_held(4 * 2**20) for _ in range(2)]
+    record["mapped"] += [mapped_while_held(4 * 2**20) for _ in range(2)]
     print(json.dumps(record))
 """)
 
@@ -205,23 +209,19 @@ def test_default_glibc_moves_a_freed_large_block_to_the_heap():
     # The reference behaviour the piece works around: glibc maps the first large
     # block on its own, then raises its threshold to the freed block's size and
     # serves smaller ones from the heap, where longer-lived small blocks can pin
-    # the freed space (the cached PyTorch step's growth).
-    assert json.loads(run_child(MAPPED, "off"))["mapped"] == [True, False, False, False]
+    # the freed space (the cached PyTorch step's growth). With the piece off,
+    # `first_pass_allocations` changes nothing.
+    assert json.loads(run_child(MAPPED, "off"))["mapped"] == [True] + [False] * 4
 
 
 @glibc_only
-def test_fixed_mmap_threshold_maps_every_large_block_on_its_own():
+def test_first_pass_allocations_map_large_blocks_on_their_own_only_inside():
     record = json.loads(run_child(MAPPED, "on"))
     assert record["piece"]["on"] is True, record
-    assert record["mapped"] == [True, True, True, True], record
-    assert run_child(MAPPED, "on", MALLOC_MMAP_THRESHOLD_="8388608").startswith(
-        '{"piece": {"on": false')
-
-
-def test_the_mmap_threshold_is_not_in_the_recommended_set():
-    record = runtime.enable(backend="torch")
-    assert record["glibc_mmap_threshold"] == {"on": False, "detail": "not enabled"}
-    assert set(runtime.RECOMMENDED) == set(runtime.PIECES) - {"glibc_mmap_threshold"}
+    # After the pass: from the heap, as glibc's own threshold would have them.
+    assert record["mapped"] == [True, True, True, False, False], record
+    user = json.loads(run_child(MAPPED, "on", MALLOC_ARENA_MAX="2"))
+    assert user["piece"]["on"] is False and user["mapped"] == [True] + [False] * 4, user
 
 
 def test_user_set_allocator_reads_the_environment():
@@ -242,8 +242,7 @@ def test_the_cli_enables_what_applies_to_its_backend():
         print(json.dumps({k: v["on"] for k, v in runtime.active().items()}))
     """ % backend)
     on = json.loads(run_child(code))
-    assert on == {name: owner == backend and name in runtime.RECOMMENDED
-                  for name, owner in runtime.PIECES.items()}
+    assert on == {name: owner == backend for name, owner in runtime.PIECES.items()}
 
 
 def test_the_cli_can_be_told_not_to_tune():
