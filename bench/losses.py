@@ -352,9 +352,14 @@ def main():
 
     def record(name, stack, seed, figures, **extra):
         layout = RUNS[name]["rows"]
+        # Only the settings that made this run's rows: the classes come from the
+        # NLI file, not the STS train split; only positives and triplets are cut
+        # at a score.
         config = dict(settings, data=args.data, model="all-MiniLM-L6-v2", run=name,
                       rows=layout, row_count=row_files[layout][1],
-                      train_limit=args.train_limit, positive_at_least=POSITIVE_AT_LEAST,
+                      train_limit=None if layout == "classes" else args.train_limit,
+                      positive_at_least=(POSITIVE_AT_LEAST
+                                         if layout in ("positives", "triplets") else None),
                       data_seed=args.data_seed if layout == "triplets" else None,
                       **({"nli": str(nli), "stage_epochs": [1, args.epochs]}
                          if RUNS[name].get("staged") else {}),

@@ -2,11 +2,11 @@
 
 `apply(toggles, backend)` runs in the child process before Keras is imported: it
 starts the backend as `keras-cosent` does (`recipes.context.Environment`, which
-enables the recommended runtime pieces that apply), then turns off the pieces
-toggled off and on the ones toggled on. Toggle names are
+enables every runtime piece that applies), then turns off the pieces toggled
+off. Toggle names are
 `keras_cosent.runtime.PIECES` (`tf_bfc_allocator`, `glibc_pool`,
 `glibc_mmap_threshold`, `tf_threefry_dropout`, `tf_data_autotune_off`); value
-True = on.
+True = on, as `keras-cosent` sets it.
 """
 
 # The names of keras_cosent.runtime.PIECES, spelled here so that parsing the
@@ -37,7 +37,4 @@ def apply(toggles, backend):
     off = [name for name, on in toggles.items() if not on]
     if off:
         runtime.disable(off)
-    on = [name for name, on in toggles.items() if on]
-    if on:
-        runtime.enable(on, backend=backend)
     return runtime.active()

@@ -25,12 +25,12 @@ against its default of mapping large blocks afresh:
     /usr/bin/time -f "..." .venv/bin/python -m bench tool train-steps --stack jax --pairs 512 --epochs 3 \
         --off glibc_pool
 
-and on PyTorch, what fixing glibc's mmap threshold (`glibc_mmap_threshold`, which
-`CachedSiameseEncoder` turns on) costs an uncached step:
+and on PyTorch, what a fixed glibc mmap threshold would cost a whole uncached step
+(why `glibc_mmap_threshold` fixes it only around a cached step's first pass):
 
     /usr/bin/time -f "..." .venv/bin/python -m bench tool train-steps --stack torch --pairs 256 --epochs 3
-    /usr/bin/time -f "..." .venv/bin/python -m bench tool train-steps --stack torch --pairs 256 --epochs 3 \
-        --on glibc_mmap_threshold
+    MALLOC_MMAP_THRESHOLD_=65536 /usr/bin/time -f "..." \
+        .venv/bin/python -m bench tool train-steps --stack torch --pairs 256 --epochs 3
 """
 
 import argparse
@@ -53,9 +53,6 @@ def main():
                    help="comma-separated `keras_cosent.runtime` pieces to leave off "
                         "(e.g. tf_data_autotune_off,glibc_pool); the rest are on, as "
                         "`keras-cosent` sets them")
-    p.add_argument("--on", default="",
-                   help="comma-separated `keras_cosent.runtime` pieces to turn on beside "
-                        "the recommended set (e.g. glibc_mmap_threshold)")
     args = p.parse_args()
     from recipes.context import Environment
 
@@ -64,8 +61,6 @@ def main():
 
     if args.off:
         runtime.disable(args.off.split(","))
-    if args.on:
-        runtime.enable(args.on.split(","))
     import keras
 
     from bench.common import keras_training_run
