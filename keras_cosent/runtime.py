@@ -44,8 +44,9 @@ The pieces, measured with MiniLM on 2 CPU cores (BENCHMARKS.md has the runs):
   about 21 MiB per 32-row mini-batch, 5.9 GiB peak at B = 4,096 for MiniLM.
   After the pass the threshold is 32 MiB (and the trim threshold 64 MiB), where
   glibc's own adjustment ends up. Only for the pass: fixing the threshold for
-  a whole uncached PyTorch step costs page faults on every fresh buffer
-  (1.2M -> 6.3M faults, 678 -> 1,114 ms per MiniLM step, BENCHMARKS.md). Left
+  whole uncached PyTorch steps costs page faults on every fresh buffer
+  (1.2M -> 6.3M faults, 5.0 -> 12.4 s of system time over 64 MiniLM steps;
+  README.md). Left
   alone where the user configured glibc's allocator or the C library is not
   glibc.
 

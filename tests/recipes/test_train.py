@@ -346,8 +346,8 @@ def test_mixed_bfloat16_minilm_on_stsb_within_half_a_point(cli, minilm_path, sha
                                                              tmp_path):
     """The issue's check: one epoch of MiniLM on STS-B in bfloat16 scores like float32.
 
-    About 6-10 minutes per policy on 2 CPU cores (PyTorch on a CPU with
-    `avx512_bf16`: 12 minutes for both). PyTorch on a CPU without bfloat16
+    About 6-14 minutes per policy on 2 CPU cores (PyTorch on a CPU with
+    `avx512_bf16`: 12 and 13.5 minutes beside other jobs). PyTorch on a CPU without bfloat16
     instructions runs bfloat16 matmuls tens of times slower than float32 (`train`
     warns): the bfloat16 half would take hours there, so it is skipped, saying why;
     run it where the CPU has `avx512_bf16`/`amx_bf16`, or on a GPU.
