@@ -13,7 +13,7 @@ as `keras-cosent train`.
         --mini-batch-size 32 --out bench/results/gradcache.jsonl
 
 The runtime pieces are on, as `keras-cosent train` sets them; on PyTorch that
-includes `glibc_mmap_threshold` for the cached step's first pass. `--off
+includes `glibc_mmap_threshold` for the cached step's passes. `--off
 glibc_mmap_threshold` measures glibc's defaults instead.
 
 Prints one JSON line per run (also appended to `--out`) and a Markdown table.

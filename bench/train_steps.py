@@ -26,7 +26,7 @@ against its default of mapping large blocks afresh:
         --off glibc_pool
 
 and on PyTorch, what a fixed glibc mmap threshold would cost a whole uncached step
-(why `glibc_mmap_threshold` fixes it only around a cached step's first pass):
+(why `glibc_mmap_threshold` fixes it only while a cached step embeds):
 
     /usr/bin/time -f "..." .venv/bin/python -m bench tool train-steps --stack torch --pairs 256 --epochs 3
     MALLOC_MMAP_THRESHOLD_=65536 /usr/bin/time -f "..." \

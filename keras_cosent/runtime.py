@@ -35,18 +35,18 @@ The pieces, measured with MiniLM on 2 CPU cores (BENCHMARKS.md has the runs):
   the user configured glibc's allocator (`GLIBC_TUNABLES`, `MALLOC_*`) or the C
   library is not glibc.
 - `glibc_mmap_threshold` (PyTorch): while a cached (GradCache) step embeds
-  its first, no-gradient pass (`CachedSiameseEncoder`), glibc's `mmap`
-  threshold is 64 KiB, so each mini-batch's activation buffers are mapped on
-  their own and handed back to the kernel when freed (`first_pass_allocations`).
-  By default glibc raises the threshold to the largest block freed so far (up
-  to 32 MiB); the activations then come from the heap, where the embeddings
-  each mini-batch keeps pin the freed space: the first pass grew the process by
-  about 21 MiB per 32-row mini-batch, 5.9 GiB peak at B = 4,096 for MiniLM.
-  After the pass the threshold is 32 MiB (and the trim threshold 64 MiB), where
-  glibc's own adjustment ends up. Only for the pass: fixing the threshold for
-  whole uncached PyTorch steps costs page faults on every fresh buffer
-  (1.2M -> 6.3M faults, 5.0 -> 12.4 s of system time over 64 MiniLM steps;
-  README.md). Left
+  its mini-batches (`CachedSiameseEncoder`: the no-gradient pass, the loss and
+  the pass with gradients), glibc's `mmap` threshold is 64 KiB, so each
+  mini-batch's activation buffers are mapped on their own and handed back to
+  the kernel when freed (`cached_step_allocations`). By default glibc raises
+  the threshold to the largest block freed so far (up to 32 MiB); the
+  activations then come from the heap, where the embeddings each mini-batch
+  keeps pin the freed space: the first pass grew the process by about 21 MiB
+  per 32-row mini-batch, 5.9 GiB peak at B = 4,096 for MiniLM. Afterwards the
+  threshold is 32 MiB (and the trim threshold 64 MiB), where glibc's own
+  adjustment ends up. Only for those passes: fixing the threshold for whole
+  uncached PyTorch steps costs page faults on every fresh buffer (1.2M -> 6.3M
+  faults, 5.0 -> 12.4 s of system time over 64 MiniLM steps; README.md). Left
   alone where the user configured glibc's allocator or the C library is not
   glibc.
 
@@ -95,12 +95,12 @@ GLIBC_DEFAULTS = (
     (_M_TRIM_THRESHOLD, 128 * 1024),
     (_M_TOP_PAD, 128 * 1024),
 )
-# `glibc_mmap_threshold`: the settings during a cached step's first pass, and
-# after it those glibc's dynamic adjustment reaches (a threshold of
+# `glibc_mmap_threshold`: the settings while a cached step embeds, and after it
+# those glibc's dynamic adjustment reaches (a threshold of
 # DEFAULT_MMAP_THRESHOLD_MAX on 64-bit, the trim threshold twice that), which
 # any mallopt setting switches off.
-FIRST_PASS_SETTINGS = ((_M_MMAP_THRESHOLD, 64 * 1024),)
-AFTER_FIRST_PASS_SETTINGS = ((_M_MMAP_THRESHOLD, 32 * 2**20), (_M_TRIM_THRESHOLD, 64 * 2**20))
+CACHED_STEP_SETTINGS = ((_M_MMAP_THRESHOLD, 64 * 1024),)
+AFTER_CACHED_STEP_SETTINGS = ((_M_MMAP_THRESHOLD, 32 * 2**20), (_M_TRIM_THRESHOLD, 64 * 2**20))
 GLIBC_MALLOC_VARIABLES = (
     "MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_CHECK_", "MALLOC_MMAP_MAX_",
     "MALLOC_MMAP_THRESHOLD_", "MALLOC_PERTURB_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_",
@@ -263,35 +263,35 @@ def _apply_glibc_mmap_threshold():
         return {"on": False, "detail": "the C library is not glibc"}
     if user_set_allocator():
         return {"on": False, "detail": "the user configured glibc's allocator (MALLOC_*/GLIBC_TUNABLES)"}
-    # Nothing changes now: `first_pass_allocations` reads the record.
+    # Nothing changes now: `cached_step_allocations` reads the record.
     _undo["glibc_mmap_threshold"] = lambda: None
-    return {"on": True, "detail": "a cached PyTorch step's first pass maps blocks of 64 KiB "
-                                  "or more on their own"}
+    return {"on": True, "detail": "a cached PyTorch step's embedding passes map blocks of "
+                                  "64 KiB or more on their own"}
 
 
 @contextlib.contextmanager
-def first_pass_allocations():
+def cached_step_allocations():
     """Inside: glibc maps blocks of 64 KiB or more on their own, if `glibc_mmap_threshold` is on.
 
-    `CachedSiameseEncoder`'s PyTorch step runs its no-gradient pass inside, so
-    that the activations each mini-batch frees go back to the kernel instead of
-    staying in a heap pinned by the embeddings it keeps (module docstring).
-    With the piece off, nothing changes.
+    `CachedSiameseEncoder`'s PyTorch step embeds its mini-batches inside (both
+    passes and the loss between them), so that the activations each mini-batch
+    frees go back to the kernel instead of staying in a heap pinned by the
+    embeddings it keeps (module docstring). With the piece off, nothing changes.
 
     Example:
 
     >>> from keras_cosent import runtime
-    >>> with runtime.first_pass_allocations():
+    >>> with runtime.cached_step_allocations():
     ...     pass
     """
     if not _records.get("glibc_mmap_threshold", {}).get("on"):
         yield
         return
-    _mallopt(FIRST_PASS_SETTINGS)
+    _mallopt(CACHED_STEP_SETTINGS)
     try:
         yield
     finally:
-        _mallopt(AFTER_FIRST_PASS_SETTINGS)
+        _mallopt(AFTER_CACHED_STEP_SETTINGS)
 
 
 # === tf_threefry_dropout ===

@@ -48,7 +48,7 @@ keeps its small embeddings, and with glibc's default (dynamic) `mmap` threshold
 those survivors pin the freed heap, so the process grew by about 21 MiB per
 32-row mini-batch (5.9 GiB peak at B = 4,096 for MiniLM). With
 `keras_cosent.runtime`'s `glibc_mmap_threshold` on (`runtime.enable()`, as
-`keras-cosent` runs), the pass runs inside `runtime.first_pass_allocations()`:
+`keras-cosent` runs), steps 1-3 run inside `runtime.cached_step_allocations()`:
 large blocks mapped on their own and returned when freed.
 
 Batches are padded, not packed: a packed row holds sentences of several batch
@@ -221,13 +221,27 @@ def _torch_train_step(model, data):
     import torch
 
     x, y, sample_weight = _unpack(model, data)
+    with runtime.cached_step_allocations():
+        embeddings = _torch_cached_gradients(model, x, y, sample_weight)
+
+    # 4. One step.
+    trainable = model.trainable_weights[:]
+    with torch.no_grad():
+        model.optimizer.apply([v.value.grad for v in trainable], trainable)
+    return model.compute_metrics(x, y, embeddings.detach(), sample_weight=sample_weight)
+
+
+def _torch_cached_gradients(model, x, y, sample_weight):
+    """Steps 1-3: the whole batch's weight gradients into `.grad`; returns the embeddings."""
+    import torch
+
     rows = int(x["token_ids"].shape[0])
     spans = _spans(rows, model.mini_batch_size)
     seeds = _seed_variables(model)
 
     # 1. Embed every mini-batch without building a graph, saving the random state.
     states, parts = [], []
-    with torch.no_grad(), runtime.first_pass_allocations():
+    with torch.no_grad():
         for start, stop in spans:
             states.append(_torch_random_state(seeds))
             parts.append(model(_rows(x, start, stop), training=True))
@@ -248,12 +262,7 @@ def _torch_train_step(model, data):
         _set_torch_random_state(seeds, state)
         model(_rows(x, start, stop), training=True).backward(cached[start:stop])
     _set_torch_random_state(seeds, end_state)
-
-    # 4. One step.
-    trainable = model.trainable_weights[:]
-    with torch.no_grad():
-        model.optimizer.apply([v.value.grad for v in trainable], trainable)
-    return model.compute_metrics(x, y, embeddings.detach(), sample_weight=sample_weight)
+    return embeddings
 
 
 # === TensorFlow ===

@@ -175,9 +175,9 @@ def test_serialization_round_trip():
     assert restored.mini_batch_size == 4
 
 
-def test_the_pytorch_first_pass_runs_inside_first_pass_allocations(monkeypatch):
-    # Which glibc settings a cached step makes, in order: the first pass's, then
-    # those after it (runtime's own tests check what each setting does).
+def test_the_pytorch_step_embeds_inside_cached_step_allocations(monkeypatch):
+    # Which glibc settings a cached step makes, in order: those while it embeds,
+    # then those after (runtime's own tests check what each setting does).
     calls = []
     monkeypatch.setattr(runtime, "_mallopt", lambda settings: calls.append(settings) or True)
     monkeypatch.setitem(runtime._records, "glibc_mmap_threshold", {"on": True, "detail": ""})
@@ -188,6 +188,6 @@ def test_the_pytorch_first_pass_runs_inside_first_pass_allocations(monkeypatch):
          "segment_ids": np.zeros((4, 2, 6), "int32")}
     model.train_on_batch(x, np.zeros((4,), "float32"))
     model.train_on_batch(x, np.zeros((4,), "float32"))
-    per_step = [runtime.FIRST_PASS_SETTINGS, runtime.AFTER_FIRST_PASS_SETTINGS]
-    # Only PyTorch's eager first pass allocates through glibc per mini-batch.
+    per_step = [runtime.CACHED_STEP_SETTINGS, runtime.AFTER_CACHED_STEP_SETTINGS]
+    # Only PyTorch's eager passes allocate through glibc per mini-batch.
     assert calls == (per_step * 2 if keras.backend.backend() == "torch" else []), calls

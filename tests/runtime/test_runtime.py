@@ -166,7 +166,7 @@ def test_the_users_glibc_settings_win():
 # === glibc_mmap_threshold ===
 
 # Allocates, fills and frees an 8 MiB block, then a 4 MiB one twice inside
-# `first_pass_allocations()` and twice after it, and says each time whether
+# `cached_step_allocations()` and twice after it, and says each time whether
 # glibc served it from a mapping of its own (mallinfo2's `hblkhd`: bytes in such
 # mappings) while it was held.
 MAPPED = textwrap.dedent("""
@@ -197,7 +197,7 @@ MAPPED = textwrap.dedent("""
         return held - before >= size
 
     record["mapped"] = [mapped_while_held(8 * 2**20)]
-    with runtime.first_pass_allocations():
+    with runtime.cached_step_allocations():
         record["mapped"] += [mapped_while_held(4 * 2**20) for _ in range(2)]
     record["mapped"] += [mapped_while_held(4 * 2**20) for _ in range(2)]
     print(json.dumps(record))
@@ -210,15 +210,15 @@ def test_default_glibc_moves_a_freed_large_block_to_the_heap():
     # block on its own, then raises its threshold to the freed block's size and
     # serves smaller ones from the heap, where longer-lived small blocks can pin
     # the freed space (the cached PyTorch step's growth). With the piece off,
-    # `first_pass_allocations` changes nothing.
+    # `cached_step_allocations` changes nothing.
     assert json.loads(run_child(MAPPED, "off"))["mapped"] == [True] + [False] * 4
 
 
 @glibc_only
-def test_first_pass_allocations_map_large_blocks_on_their_own_only_inside():
+def test_cached_step_allocations_map_large_blocks_on_their_own_only_inside():
     record = json.loads(run_child(MAPPED, "on"))
     assert record["piece"]["on"] is True, record
-    # After the pass: from the heap, as glibc's own threshold would have them.
+    # After the step: from the heap, as glibc's own threshold would have them.
     assert record["mapped"] == [True, True, True, False, False], record
     user = json.loads(run_child(MAPPED, "on", MALLOC_ARENA_MAX="2"))
     assert user["piece"]["on"] is False and user["mapped"] == [True] + [False] * 4, user
