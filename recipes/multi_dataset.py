@@ -153,6 +153,7 @@ def build_setup(config, encoder, tasks, matryoshka_dims=None):
     """The `keras_cosent.training.build_multi` set-up of the run's --train files."""
     from keras_cosent.training import Task
     from keras_cosent.training import build_multi
+    from recipes.options import loss_options
 
     options = loss_options(config)
     return build_multi(

@@ -25,7 +25,6 @@ import keras
 from keras_cosent.callbacks import ResumableTraining
 from keras_cosent.callbacks import SpearmanEvaluator
 from keras_cosent.training import build
-from recipes import multi_dataset
 from recipes import reporting
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import load_encoder
