@@ -239,11 +239,19 @@ def _mallopt(settings):
     return all(mallopt(param, value) == 1 for param, value in settings)
 
 
-def _apply_glibc_pool():
+def _glibc_refusal():
+    """Why a glibc piece must stay off here (not glibc, or the user's own settings), or None."""
     if not on_glibc():
         return {"on": False, "detail": "the C library is not glibc"}
     if user_set_allocator():
         return {"on": False, "detail": "the user configured glibc's allocator (MALLOC_*/GLIBC_TUNABLES)"}
+    return None
+
+
+def _apply_glibc_pool():
+    refusal = _glibc_refusal()
+    if refusal is not None:
+        return refusal
     if "jax" in sys.modules:
         from keras_cosent import compat
 
@@ -259,10 +267,9 @@ def _apply_glibc_pool():
 
 
 def _apply_glibc_mmap_threshold():
-    if not on_glibc():
-        return {"on": False, "detail": "the C library is not glibc"}
-    if user_set_allocator():
-        return {"on": False, "detail": "the user configured glibc's allocator (MALLOC_*/GLIBC_TUNABLES)"}
+    refusal = _glibc_refusal()
+    if refusal is not None:
+        return refusal
     # Nothing changes now: `cached_step_allocations` reads the record.
     _undo["glibc_mmap_threshold"] = lambda: None
     return {"on": True, "detail": "a cached PyTorch step's embedding passes map blocks of "

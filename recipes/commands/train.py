@@ -19,10 +19,10 @@ from recipes.options import FractionOrOff
 from recipes.options import KEEP_BEST_METRICS
 from recipes.options import MIXED_PRECISION_POLICIES
 from recipes.options import INPUT_FILE
+from recipes.options import MARGIN_FORMS
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
 from recipes.options import POSITIVE_FLOAT
-from recipes.options import MARGIN_FORMS
 from recipes.options import TRIPLET_DISTANCES
 from recipes.options import _check_text_columns
 from recipes.options import backend_option

@@ -9,7 +9,6 @@ learning rate 1, the weights differ from the starting ones by exactly the
 gradient, so equal weights mean equal gradients.
 """
 
-
 import keras
 import numpy as np
 import pytest
