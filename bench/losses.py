@@ -247,16 +247,16 @@ def summarize(lines):
     """Markdown table: per run and dimension, keras vs peer test Spearman (mean and range
     over seeds), the difference of the means, and the mean wall seconds of a training
     process on each side."""
-    runs = {}
+    by_run = {}
     for line in lines:
-        runs.setdefault(line["run"], {}).setdefault(line["stack"], []).append(line)
+        by_run.setdefault(line["run"], {}).setdefault(line["stack"], []).append(line)
     out = ["| run | dim | seeds | keras | peer | keras - peer | wall s keras / peer |",
            "|---|---:|---|---:|---:|---:|---:|"]
-    for run, by_stack in runs.items():
+    for run_name, by_stack in by_run.items():
         peer = by_stack.get("peer", [])
         for stack in [s for s in by_stack if s != "peer"] or [None]:
             mine = by_stack.get(stack, [])
-            name = run if stack in (None, "keras-torch") else f"{run} ({stack})"
+            name = run_name if stack in (None, "keras-torch") else f"{run_name} ({stack})"
             seeds = ",".join(map(str, sorted({g["seed"] for g in mine + peer})))
             wall = " / ".join(
                 f"{statistics.fmean(g['figures']['wall_seconds'] for g in side):.0f}"

@@ -6,7 +6,6 @@ Losses and metrics accept `y_pred` either as one cosine per pair, shape
 `(batch,)` float32 so that the maths downstream sees one form only.
 """
 
-import keras
 from keras import ops
 
 

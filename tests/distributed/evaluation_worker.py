@@ -102,8 +102,6 @@ def reference(encoder, pairs, scores, queries, corpus, qrels):
 
 
 def main(out):
-    from worker import BATCH
-    from worker import STEPS
     from worker import _split_cpu
     from worker import make_batches
     from worker import make_data

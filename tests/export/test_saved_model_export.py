@@ -21,7 +21,6 @@ import pytest
 import keras_cosent
 import keras_cosent.export
 from keras_cosent.data.padding import pad_batch
-from keras_cosent.export import saved_model_export
 from tests.export.conftest import SENTENCES
 from tests.export.conftest import VOCAB
 from tests.export.conftest import build_encoder

@@ -2,7 +2,6 @@
 
 import doctest
 
-import keras
 import numpy as np
 import pytest
 

@@ -4,7 +4,6 @@ Every option must survive the trip option -> stored command -> parsed option, bo
 in both directions (a `--no-packing` run must not replay as packed).
 """
 
-import json
 import shlex
 
 import click

@@ -11,7 +11,6 @@ import keras
 import numpy as np
 import pytest
 
-import keras_cosent
 from keras_cosent.compat import optimizer_learning_rate
 from keras_cosent.data import PairDataset
 from keras_cosent.training import Task
