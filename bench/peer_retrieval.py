@@ -47,7 +47,8 @@ def no_duplicate_batches(rows, batch_size, rng):
 
 
 def test_metrics(model, folder, split):
-    """nDCG/MRR/Recall@10, MAP@100 (x 100) of the model's cosine ranking, by keras-cosent's code."""
+    """nDCG/MRR/Recall@10, MAP@100 (x 100) of the model's cosine ranking, by keras-cosent's code,
+    and each query's nDCG@10 (`per_query_ndcg@10`, for the paired comparison)."""
     import numpy as np
 
     from keras_cosent.data import read_beir
@@ -61,8 +62,10 @@ def test_metrics(model, folder, split):
     c = model.encode(list(data.corpus.values()), batch_size=64)
     scores, indices = top_k(np.asarray(q), np.asarray(c), 100)
     run = run_from_top_k(query_ids, list(data.corpus), scores, indices)
-    values = retrieval_metrics(run, data.qrels, k_values=(10, 100))
-    return {key: 100.0 * values[key] for key in ("ndcg@10", "mrr@10", "recall@10", "map@100")}
+    values, per = retrieval_metrics(run, data.qrels, k_values=(10, 100), per_query=True)
+    out = {key: 100.0 * values[key] for key in ("ndcg@10", "mrr@10", "recall@10", "map@100")}
+    out["per_query_ndcg@10"] = {qid: 100.0 * row["ndcg@10"] for qid, row in per.items()}
+    return out
 
 
 def mine_with_peer(model, args):

@@ -32,9 +32,11 @@ def evaluate_sts(encoder, dataset, batch_size=64):
 
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)
+# The figures `evaluate --task retrieval --per-query` writes for each query.
+PER_QUERY_FIGURES = ("ndcg@10", "mrr@10", "recall@10", "map@100")
 
 
-def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100):
+def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=False):
     """Retrieval metrics (x 100) of the encoder's cosine ranking on a BEIR split.
 
     Args:
@@ -42,10 +44,13 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100):
         dataset: a `keras_cosent.data.RetrievalDataset`.
         batch_size: sentences per forward pass.
         top_k: documents retrieved per query (>= 100, so that MAP@100 is whole).
+        per_query: also return each query's figures under `"per_query"`.
 
     Returns:
         `{"queries": int, "documents": int, "ndcg@10": float, ...}`: every
-        metric of `keras_cosent.retrieval.METRICS` at 1, 3, 5, 10, 100 and `top_k`.
+        metric of `keras_cosent.retrieval.METRICS` at 1, 3, 5, 10, 100 and `top_k`;
+        with `per_query`, also `"per_query": {query_id: {"ndcg@10": float, ...}}`
+        (x 100, the four figures the table reports).
     """
     from keras_cosent.callbacks import RetrievalEvaluator
 
@@ -53,12 +58,17 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100):
         dataset, encoder=encoder, batch_size=batch_size,
         k_values=RETRIEVAL_CUTOFFS + (top_k,), verbose=0,
     )
-    scores = evaluator.evaluate()
-    return {
+    scores, per = evaluator.evaluate(per_query=True)
+    result = {
         "queries": len(evaluator.query_ids),
         "documents": len(evaluator.corpus_ids),
         **{key: 100.0 * value for key, value in scores.items()},
     }
+    if per_query:
+        result["per_query"] = {
+            qid: {key: 100.0 * row[key] for key in PER_QUERY_FIGURES} for qid, row in per.items()
+        }
+    return result
 
 
 def evaluate_clustering(encoder, texts, labels, batch_size=64, seed=0):

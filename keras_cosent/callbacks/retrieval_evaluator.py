@@ -109,8 +109,13 @@ class RetrievalEvaluator(keras.callbacks.Callback):
             )
         return encoder
 
-    def evaluate(self):
-        """Returns `{"ndcg@10": float, ...}` for the current weights."""
+    def evaluate(self, per_query=False):
+        """Returns `{"ndcg@10": float, ...}` for the current weights.
+
+        With `per_query=True`, also `{query_id: {"ndcg@10": float, ...}}`, the
+        figures of each query that the means average (for paired comparisons
+        of two models on the same queries).
+        """
         encoder = self._resolve_encoder()
         q = np.asarray(encoder.encode(self.query_texts, batch_size=self.batch_size))
         c = np.asarray(encoder.encode(self.corpus_texts, batch_size=self.batch_size))
@@ -118,7 +123,7 @@ class RetrievalEvaluator(keras.callbacks.Callback):
             q, c, max(self.k_values), chunk_size=self.chunk_size, use_faiss=self.use_faiss
         )
         run = run_from_top_k(self.query_ids, self.corpus_ids, scores, indices)
-        return retrieval_metrics(run, self.qrels, k_values=self.k_values)
+        return retrieval_metrics(run, self.qrels, k_values=self.k_values, per_query=per_query)
 
     def on_epoch_end(self, epoch, logs=None):
         values = self.evaluate()

@@ -30,6 +30,7 @@ OPTION_TASKS = {
     "label_column": ("sts", "clustering"),
     "split": ("retrieval",),
     "top_k": ("retrieval",),
+    "per_query": ("retrieval",),
 }
 CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
 
@@ -55,11 +56,15 @@ CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               show_default="none",
               help="Also write the results to this JSON file.")
+@click.option("--per-query", is_flag=True, default=False,
+              help="Retrieval: also write each query's nDCG@10, MRR@10, Recall@10 and "
+              "MAP@100 into the --json file (\"per_query\"), to compare two models "
+              "query by query.")
 @backend_option
 @pass_environment
 @click.pass_context
 def evaluate(ctx, env, model, data, task, format, text_columns, label_column, split, top_k,
-             batch_size, max_length, json_path):
+             batch_size, max_length, json_path, per_query):
     """Evaluate MODEL on DATA.
 
     \b
@@ -73,6 +78,11 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
       seeded) on the embeddings of labelled texts, as MTEB's clustering tasks.
     """
     _check_task_options(ctx, task)
+    if per_query and json_path is None:
+        raise click.BadParameter(
+            "writes each query's figures into the --json file; add --json FILE",
+            param_hint="--per-query",
+        )
     if task != "retrieval" and os.path.isdir(data):
         raise click.BadParameter(
             f"{data!r} is a directory; --task {task} evaluates a file "
@@ -119,10 +129,12 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         split = retrieval_split(data, split, option="DATA")
         dataset = read_retrieval_folder(data, split, option="DATA")
         encoder = load_encoder(model, max_length=max_length)
-        result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k)
+        result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k,
+                                    per_query=per_query)
         name = f"{os.path.basename(os.path.normpath(data))} ({split})"
         record = {"model": model, "data": os.path.abspath(data), "task": task, "split": split,
                   "top_k": top_k, **result}
+        result = {key: value for key, value in result.items() if key != "per_query"}
     env.log(results_table({name: result}))
     if json_path is not None:
         with open(json_path, "w", encoding="utf-8") as f:

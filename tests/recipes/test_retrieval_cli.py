@@ -131,6 +131,43 @@ def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_dat
     assert table[1].split()[-4:] == [f"{record[k]:.2f}" for k in README_STSB_TEST]
 
 
+def test_evaluate_retrieval_per_query_equals_pytrec_eval(cli, minilm, shared_data, tmp_path):
+    """`--per-query`: each query's figures are trec_eval's for that query, and the
+    reported means are their means."""
+    import pytrec_eval
+
+    folder = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
+                         num_queries=25, num_docs=120)
+    _, record = evaluate_retrieval_cli(cli, folder, tmp_path, "--per-query")
+
+    queries, corpus, qrels = read_beir_folder(folder, "test")
+    doc_ids = list(corpus)
+    q = np.asarray(minilm.encode([queries[i] for i in qrels], batch_size=64), "float64")
+    c = np.asarray(minilm.encode(list(corpus.values()), batch_size=64), "float64")
+    cosines = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (
+        c / np.linalg.norm(c, axis=1, keepdims=True)).T
+    run = {qid: {doc_ids[j]: float(cosines[i, j]) for j in np.argsort(-cosines[i])[:100]}
+           for i, qid in enumerate(qrels)}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map_cut.100"}).evaluate(run)
+
+    per_query = record["per_query"]
+    assert sorted(per_query) == sorted(qrels)
+    for qid, values in per_query.items():
+        assert sorted(values) == ["map@100", "mrr@10", "ndcg@10", "recall@10"]
+        assert values["ndcg@10"] == pytest.approx(100 * expected[qid]["ndcg_cut_10"], abs=1e-4)
+        assert values["map@100"] == pytest.approx(100 * expected[qid]["map_cut_100"], abs=1e-4)
+    for key in ("ndcg@10", "mrr@10", "recall@10", "map@100"):
+        assert record[key] == pytest.approx(np.mean([v[key] for v in per_query.values()]),
+                                            abs=1e-9), key
+
+    result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval", "--per-query")
+    assert_one_line_error(result, "--per-query", "--json")
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("a\tb\t1.0\nc\td\t2.0\n")
+    result = cli("evaluate", "all-MiniLM-L6-v2", pairs, "--per-query", "--json", tmp_path / "x")
+    assert_one_line_error(result, "--per-query", "--task retrieval only")
+
+
 @pytest.mark.slow
 def test_evaluate_retrieval_on_whole_stsb_test(cli, minilm, shared_data, tmp_path):
     """The whole split: equal to pytrec_eval, and within 0.3 of sentence-transformers'
