@@ -111,11 +111,12 @@ def summarize(lines):
 
     groups = {}
     for line in lines:
-        key = (line["config"]["train"], line["stack"], line.get("variant", ""))
+        key = (line["config"]["train"], line["stack"], line.get("variant", ""),
+               line["config"]["epochs"])
         groups.setdefault(key, []).append(line)
-    out = ["| train | model | seeds | " + " | ".join(FIGURES) + " |",
-           "|---|---|---:|" + "---:|" * len(FIGURES)]
-    for (train, stack, variant), group in groups.items():
+    out = ["| train | model | epochs | seeds | " + " | ".join(FIGURES) + " |",
+           "|---|---|---:|---:|" + "---:|" * len(FIGURES)]
+    for (train, stack, variant, epochs), group in groups.items():
         cells = []
         for figure in FIGURES:
             values = [g["figures"][figure] for g in group]
@@ -124,7 +125,9 @@ def summarize(lines):
                          f"{mean:.2f} ({min(values):.2f}-{max(values):.2f})")
         seeds = ",".join(str(g.get("seed", "")) for g in group)
         name = stack + (f" {variant}" if variant else "")
-        out.append(f"| {train} | {name} | {seeds} | " + " | ".join(cells) + " |")
+        if stack == "zero-shot":
+            epochs = "-"
+        out.append(f"| {train} | {name} | {epochs} | {seeds} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -143,21 +146,23 @@ def paired(lines, resamples=10000, seed=0):
     import numpy as np
 
     key = "per_query_ndcg@10"
-    peers = {(g["config"]["train"], g["config"].get("peer_mining"), g.get("seed")): g
-             for g in lines if g["stack"] == "peer" and key in g}
+    peers = {(g["config"]["train"], g["config"].get("peer_mining"), g["config"]["epochs"],
+              g.get("seed")): g for g in lines if g["stack"] == "peer" and key in g}
     groups = {}
     for g in lines:
         if not g["stack"].startswith("keras") or key not in g:
             continue
-        pair_key = (g["config"]["train"], g["config"].get("peer_mining"), g.get("seed"))
+        pair_key = (g["config"]["train"], g["config"].get("peer_mining"), g["config"]["epochs"],
+                    g.get("seed"))
         if pair_key in peers:
-            group = (g["config"]["train"], g["stack"], g.get("variant", ""), pair_key[1])
+            group = (g["config"]["train"], g["stack"], g.get("variant", ""), pair_key[1],
+                     pair_key[2])
             groups.setdefault(group, []).append((g[key], peers[pair_key][key], g["seed"]))
-    out = ["| train | keras vs peer (peer mining) | seeds | queries | keras - peer nDCG@10 "
-           "(95% bootstrap) | queries keras better / worse / equal |",
-           "|---|---|---:|---:|---:|---|"]
+    out = ["| train | keras vs peer (peer mining) | epochs | seeds | queries | keras - peer "
+           "nDCG@10 (95% bootstrap) | queries keras better / worse / equal |",
+           "|---|---|---:|---:|---:|---:|---|"]
     rng = np.random.default_rng(seed)
-    for (train, stack, variant, mining), pairs in groups.items():
+    for (train, stack, variant, mining, epochs), pairs in groups.items():
         queries = sorted(set.intersection(*(set(a) & set(b) for a, b, _ in pairs)))
         diff = np.mean([[a[q] - b[q] for q in queries] for a, b, _ in pairs], axis=0)
         means = np.concatenate([
@@ -167,7 +172,8 @@ def paired(lines, resamples=10000, seed=0):
         counts = (int((diff > 1e-9).sum()), int((diff < -1e-9).sum()),
                   int((np.abs(diff) <= 1e-9).sum()))
         seeds = ",".join(str(s) for _, _, s in pairs)
-        out.append(f"| {train} | {stack} {variant} ({mining}) | {seeds} | {len(queries)} | "
+        out.append(f"| {train} | {stack} {variant} ({mining}) | {epochs} | {seeds} | "
+                   f"{len(queries)} | "
                    f"{diff.mean():+.2f} ({low:+.2f} to {high:+.2f}) | "
                    f"{counts[0]} / {counts[1]} / {counts[2]} |")
     return "\n".join(out) if len(out) > 2 else ""
@@ -203,7 +209,7 @@ def main():
         with open(args.summarize, encoding="utf-8") as f:
             lines = [json.loads(line) for line in f if line.strip()]
         print(summarize(lines))
-        print(paired(lines))
+        print("\n" + paired(lines) if paired(lines) else "")
         return
     if not args.out:
         p.error("--out is required")
@@ -298,7 +304,7 @@ def main():
                        variant="mined", seed=seed, rows=result["rows"],
                        command=" ".join(map(str, cmd)), **{"per_query_ndcg@10": per_query})
     print(summarize(lines))
-    print(paired(lines))
+    print("\n" + paired(lines) if paired(lines) else "")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from bench import retrieval
 
 def _line(stack, seed, per_query, train="stsb-en-train", mining="own"):
     return {"stack": stack, "seed": seed, "variant": "mined",
-            "config": {"train": train, "peer_mining": mining},
+            "config": {"train": train, "peer_mining": mining, "epochs": 1},
             "per_query_ndcg@10": {f"q{i}": float(v) for i, v in enumerate(per_query)}}
 
 
@@ -26,11 +26,11 @@ def test_paired_difference_is_the_mean_over_seeds_and_queries():
     lines = [_line("keras-torch", s, keras[s]) for s in keras]
     lines += [_line("peer", s, peer[s]) for s in peer]
     lines.append(_line("peer", 1, peer[1], mining="ours"))  # another comparison: no keras pair
-    train, name, seeds, queries, gap, counts = _row(retrieval.paired(lines))
+    train, name, epochs, seeds, queries, gap, counts = _row(retrieval.paired(lines))
 
     diff = np.mean([keras[s] - peer[s] for s in (1, 2, 3)], axis=0)
-    assert (train, name, seeds, queries) == ("stsb-en-train", "keras-torch mined (own)",
-                                             "1,2,3", "400")
+    assert (train, name, epochs, seeds, queries) == ("stsb-en-train", "keras-torch mined (own)",
+                                                     "1", "1,2,3", "400")
     mean, interval = gap.split(" (")
     assert float(mean) == pytest.approx(diff.mean(), abs=0.005)
     low, high = (float(x) for x in interval.rstrip(")").split(" to "))
@@ -46,19 +46,19 @@ def test_paired_constant_difference_has_a_zero_width_interval_and_counts_ties():
     better = base.copy()
     better[:10] += 37.0
     lines = [_line("keras-torch", 1, better), _line("peer", 1, base)]
-    _, _, _, queries, gap, counts = _row(retrieval.paired(lines))
+    _, _, _, _, queries, gap, counts = _row(retrieval.paired(lines))
     assert queries == "50"
     assert gap.startswith(f"{37.0 * 10 / 50:+.2f} (")
     assert counts == "10 / 0 / 40"
 
     lines = [_line("keras-torch", 1, base), _line("peer", 1, base)]
-    assert _row(retrieval.paired(lines))[4] == "+0.00 (+0.00 to +0.00)"
+    assert _row(retrieval.paired(lines))[5] == "+0.00 (+0.00 to +0.00)"
 
 
 def test_paired_uses_only_queries_both_sides_scored_and_needs_a_pair():
     keras = _line("keras-torch", 1, [10.0, 20.0, 30.0])
     peer = _line("peer", 1, [0.0, 20.0])
-    assert _row(retrieval.paired([keras, peer]))[3:5] == ["2", "+5.00 (+0.00 to +10.00)"]
+    assert _row(retrieval.paired([keras, peer]))[4:6] == ["2", "+5.00 (+0.00 to +10.00)"]
     # Lines without per-query figures (older runs), or without a partner, give no table.
     old = {k: v for k, v in keras.items() if k != "per_query_ndcg@10"}
     assert retrieval.paired([old, peer]) == ""
