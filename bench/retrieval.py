@@ -277,10 +277,12 @@ def main():
                 with open(output / "config.json", encoding="utf-8") as f:
                     run_config = json.load(f)
                 with open(output / "results.json", encoding="utf-8") as f:
-                    before = json.load(f)["dev_retrieval_before_training"]["ndcg@10"]
+                    results = json.load(f)
                 record(f"keras-{args.backend}", {**{k: result[k] for k in FIGURES},
                                                  "wall_seconds": round(seconds, 1),
-                                                 "dev_ndcg@10_before": before},
+                                                 "dev_ndcg@10_before": results[
+                                                     "dev_retrieval_before_training"]["ndcg@10"],
+                                                 "dev_ndcg@10": results["kept_epoch"]["value"]},
                        variant=variant, seed=seed, command=run_config["command"],
                        **{"per_query_ndcg@10": {q: v["ndcg@10"]
                                                 for q, v in result["per_query"].items()}})
