@@ -131,38 +131,61 @@ def summarize(lines):
     return "\n".join(out)
 
 
-def paired(lines, resamples=10000, seed=0):
-    """Markdown table: keras - peer nDCG@10, query by query, for each train set.
+def paired(lines, against="peer", resamples=10000, seed=0):
+    """Markdown table: nDCG@10 differences query by query, for each train set.
 
-    Pairs a keras line with the peer line of the same train set, seed and peer
-    mining (both with `per_query_ndcg@10`), averages each query's difference
-    over the paired seeds, and gives its mean with a 95% bootstrap interval
-    (queries resampled with replacement, seeded) and how many queries each
-    side ranks better. With one relevant document per query, a document moving
-    from rank 1 to rank 2 moves one query's nDCG@10 by 37 points, the mean of
-    309 queries by 0.12: the interval says how far apart two means must be
-    before the split tells them apart.
+    `against="peer"`: each keras line against the peer line of the same train
+    set, epochs, seed and peer mining. `against="mined"`: each keras variant
+    (in-batch, no-margin, ...) against the recipe as it is (variant `mined`) of
+    the same train set, epochs and seed. Lines need `per_query_ndcg@10`. Each
+    query's difference is averaged over the paired seeds; the table gives the
+    mean with a 95% bootstrap interval (queries resampled with replacement,
+    seeded) and how many queries each side ranks better. With one relevant
+    document per query, a document moving from rank 1 to rank 2 moves one
+    query's nDCG@10 by 37 points, the mean of 309 queries by 0.12: the interval
+    says how far apart two means must be before the split tells them apart.
     """
     import numpy as np
 
     key = "per_query_ndcg@10"
-    peers = {(g["config"]["train"], g["config"].get("peer_mining"), g["config"]["epochs"],
-              g.get("seed")): g for g in lines if g["stack"] == "peer" and key in g}
+
+    def settings(g):
+        return g["config"]["train"], g["config"]["epochs"], g.get("seed")
+
+    if against == "peer":
+        def is_base(g):
+            return g["stack"] == "peer"
+
+        def is_compared(g):
+            return g["stack"].startswith("keras")
+
+        def match(g):
+            return (*settings(g), g["config"].get("peer_mining"))
+        label = "keras - peer"
+    else:
+        def is_base(g):
+            return g["stack"].startswith("keras") and g.get("variant") == against
+
+        def is_compared(g):
+            return g["stack"].startswith("keras") and g.get("variant") != against
+
+        def match(g):
+            return (*settings(g), g["stack"])
+        label = f"variant - {against}"
+    bases = {match(g): g for g in lines if is_base(g) and key in g}
     groups = {}
     for g in lines:
-        if not g["stack"].startswith("keras") or key not in g:
-            continue
-        pair_key = (g["config"]["train"], g["config"].get("peer_mining"), g["config"]["epochs"],
-                    g.get("seed"))
-        if pair_key in peers:
-            group = (g["config"]["train"], g["stack"], g.get("variant", ""), pair_key[1],
-                     pair_key[2])
-            groups.setdefault(group, []).append((g[key], peers[pair_key][key], g["seed"]))
-    out = ["| train | keras vs peer (peer mining) | epochs | seeds | queries | keras - peer "
-           "nDCG@10 (95% bootstrap) | queries keras better / worse / equal |",
+        if is_compared(g) and key in g and match(g) in bases:
+            name = f"{g['stack']} {g.get('variant', '')}".strip()
+            if against == "peer":
+                name += f" ({g['config'].get('peer_mining')} mining)"
+            group = (g["config"]["train"], name, g["config"]["epochs"])
+            groups.setdefault(group, []).append((g[key], bases[match(g)][key], g["seed"]))
+    out = [f"| train | run | epochs | seeds | queries | {label} nDCG@10 (95% bootstrap) | "
+           "queries better / worse / equal |",
            "|---|---|---:|---:|---:|---:|---|"]
     rng = np.random.default_rng(seed)
-    for (train, stack, variant, mining, epochs), pairs in groups.items():
+    for (train, name, epochs), pairs in groups.items():
         queries = sorted(set.intersection(*(set(a) & set(b) for a, b, _ in pairs)))
         diff = np.mean([[a[q] - b[q] for q in queries] for a, b, _ in pairs], axis=0)
         means = np.concatenate([
@@ -172,11 +195,16 @@ def paired(lines, resamples=10000, seed=0):
         counts = (int((diff > 1e-9).sum()), int((diff < -1e-9).sum()),
                   int((np.abs(diff) <= 1e-9).sum()))
         seeds = ",".join(str(s) for _, _, s in pairs)
-        out.append(f"| {train} | {stack} {variant} ({mining}) | {epochs} | {seeds} | "
-                   f"{len(queries)} | "
+        out.append(f"| {train} | {name} | {epochs} | {seeds} | {len(queries)} | "
                    f"{diff.mean():+.2f} ({low:+.2f} to {high:+.2f}) | "
                    f"{counts[0]} / {counts[1]} / {counts[2]} |")
     return "\n".join(out) if len(out) > 2 else ""
+
+
+def summary(lines):
+    """The summary table, then the paired tables that the lines allow."""
+    parts = [summarize(lines), paired(lines), paired(lines, against="mined")]
+    return "\n\n".join(part for part in parts if part)
 
 
 def main():
@@ -208,8 +236,7 @@ def main():
     if args.summarize:
         with open(args.summarize, encoding="utf-8") as f:
             lines = [json.loads(line) for line in f if line.strip()]
-        print(summarize(lines))
-        print("\n" + paired(lines) if paired(lines) else "")
+        print(summary(lines))
         return
     if not args.out:
         p.error("--out is required")
@@ -305,8 +332,7 @@ def main():
                                 "train_seconds": result["train_seconds"]},
                        variant="mined", seed=seed, rows=result["rows"],
                        command=" ".join(map(str, cmd)), **{"per_query_ndcg@10": per_query})
-    print(summarize(lines))
-    print("\n" + paired(lines) if paired(lines) else "")
+    print(summary(lines))
 
 
 if __name__ == "__main__":

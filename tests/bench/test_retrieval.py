@@ -7,9 +7,10 @@ import pytest
 from bench import retrieval
 
 
-def _line(stack, seed, per_query, train="stsb-en-train", mining="own"):
-    return {"stack": stack, "seed": seed, "variant": "mined",
+def _line(stack, seed, per_query, train="stsb-en-train", mining="own", variant="mined"):
+    return {"stack": stack, "seed": seed, "variant": variant,
             "config": {"train": train, "peer_mining": mining, "epochs": 1},
+            "figures": {key: float(np.mean(per_query)) for key in retrieval.FIGURES},
             "per_query_ndcg@10": {f"q{i}": float(v) for i, v in enumerate(per_query)}}
 
 
@@ -29,8 +30,8 @@ def test_paired_difference_is_the_mean_over_seeds_and_queries():
     train, name, epochs, seeds, queries, gap, counts = _row(retrieval.paired(lines))
 
     diff = np.mean([keras[s] - peer[s] for s in (1, 2, 3)], axis=0)
-    assert (train, name, epochs, seeds, queries) == ("stsb-en-train", "keras-torch mined (own)",
-                                                     "1", "1,2,3", "400")
+    assert (train, name, epochs, seeds, queries) == (
+        "stsb-en-train", "keras-torch mined (own mining)", "1", "1,2,3", "400")
     mean, interval = gap.split(" (")
     assert float(mean) == pytest.approx(diff.mean(), abs=0.005)
     low, high = (float(x) for x in interval.rstrip(")").split(" to "))
@@ -63,3 +64,20 @@ def test_paired_uses_only_queries_both_sides_scored_and_needs_a_pair():
     old = {k: v for k, v in keras.items() if k != "per_query_ndcg@10"}
     assert retrieval.paired([old, peer]) == ""
     assert retrieval.paired([keras, _line("peer", 2, [0.0, 20.0])]) == ""
+
+
+def test_paired_against_the_recipe_compares_variants_seed_by_seed():
+    rng = np.random.default_rng(1)
+    mined = {s: rng.uniform(0, 100, 60) for s in (1, 2)}
+    in_batch = {s: mined[s] + rng.normal(1.0, 5.0, 60) for s in (1, 2)}
+    lines = [_line("keras-torch", s, mined[s]) for s in mined]
+    lines += [_line("keras-torch", s, in_batch[s], variant="in-batch") for s in in_batch]
+    lines.append(_line("keras-torch", 3, mined[1], variant="no-margin"))  # seed 3: no recipe run
+    train, name, epochs, seeds, queries, gap, _ = _row(retrieval.paired(lines, against="mined"))
+    assert (name, seeds, queries) == ("keras-torch in-batch", "1,2", "60")
+    diff = np.mean([in_batch[s] - mined[s] for s in (1, 2)], axis=0)
+    assert gap.startswith(f"{diff.mean():+.2f} (")
+    # No peer line: no keras - peer table; the summary holds what the lines allow.
+    assert retrieval.paired(lines) == ""
+    assert "variant - mined" in retrieval.summary(lines) and "keras - peer" not in \
+        retrieval.summary(lines)
