@@ -56,7 +56,7 @@ CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               show_default="none",
               help="Also write the results to this JSON file.")
-@click.option("--per-query", is_flag=True, default=False,
+@click.option("--per-query", is_flag=True, default=False, show_default=True,
               help="Retrieval: also write each query's nDCG@10, MRR@10, Recall@10 and "
               "MAP@100 into the --json file (\"per_query\"), to compare two models "
               "query by query.")
