@@ -32,8 +32,6 @@ def evaluate_sts(encoder, dataset, batch_size=64):
 
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)
-# The figures `evaluate --task retrieval --per-query` writes for each query.
-PER_QUERY_FIGURES = ("ndcg@10", "mrr@10", "recall@10", "map@100")
 
 
 def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=False):
@@ -53,6 +51,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
         (x 100, the four figures the table reports).
     """
     from keras_cosent.callbacks import RetrievalEvaluator
+    from recipes.reporting import RETRIEVAL_COLUMNS
 
     evaluator = RetrievalEvaluator.from_dataset(
         dataset, encoder=encoder, batch_size=batch_size,
@@ -66,7 +65,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
     }
     if per_query:
         result["per_query"] = {
-            qid: {key: 100.0 * row[key] for key in PER_QUERY_FIGURES} for qid, row in per.items()
+            qid: {key: 100.0 * row[key] for key in RETRIEVAL_COLUMNS} for qid, row in per.items()
         }
     return result
 
