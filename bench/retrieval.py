@@ -40,8 +40,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.common import REPO_ROOT, shared_data_dir  # noqa: E402
 from bench.common import run_logged as run  # noqa: E402
 from bench import harness  # noqa: E402
-
-FIGURES = ("ndcg@10", "mrr@10", "recall@10", "map@100")
+# The figures kept per run: the columns of `keras-cosent evaluate`'s retrieval table.
+from recipes.reporting import RETRIEVAL_COLUMNS as FIGURES  # noqa: E402
 
 
 def evaluate(model, folder, split, backend, out_json, log):

@@ -38,3 +38,20 @@ from keras_cosent import runtime
 from keras_cosent import training
 from keras_cosent import utils
 from keras_cosent import retrieval
+
+__all__ = [
+    "callbacks",
+    "compat",
+    "data",
+    "distributed",
+    "export",
+    "layers",
+    "losses",
+    "metrics",
+    "models",
+    "optimizers",
+    "runtime",
+    "training",
+    "utils",
+    "retrieval",
+]

@@ -18,3 +18,24 @@ from keras_cosent.data.beir import read_beir
 from keras_cosent.data.beir import read_retrieval_files
 from keras_cosent.data.beir import read_retrieval_triplets
 from keras_cosent.data.beir import write_retrieval_triplets
+
+__all__ = [
+    "DataFormatError",
+    "pad_batch",
+    "padded_length",
+    "PairDataset",
+    "READ_FORMATS",
+    "read_columns",
+    "read_dataset",
+    "read_nli_jsonl",
+    "read_pair_tsv",
+    "read_sts_benchmark",
+    "read_text_lines",
+    "PairBatches",
+    "MultiBatches",
+    "RetrievalDataset",
+    "read_beir",
+    "read_retrieval_files",
+    "read_retrieval_triplets",
+    "write_retrieval_triplets",
+]

@@ -13,3 +13,9 @@ costs nothing on the JAX and PyTorch backends.
 from keras_cosent.export.op_audit import audit_saved_model
 from keras_cosent.export.op_audit import format_audit
 from keras_cosent.export.saved_model_export import export_saved_model
+
+__all__ = [
+    "audit_saved_model",
+    "format_audit",
+    "export_saved_model",
+]

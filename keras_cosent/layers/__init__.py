@@ -18,3 +18,17 @@ from keras_cosent.layers.pooling import POOLING_LAYERS
 from keras_cosent.layers.pooling import get_pooling
 from keras_cosent.layers.softmax_classifier_head import SoftmaxClassifierHead
 from keras_cosent.layers.weighted_mean_pooling import WeightedMeanPooling
+
+__all__ = [
+    "BasePooling",
+    "CLSPooling",
+    "FirstLastAveragePooling",
+    "L2Normalization",
+    "MaxPooling",
+    "MeanPooling",
+    "MeanSqrtLenPooling",
+    "POOLING_LAYERS",
+    "get_pooling",
+    "SoftmaxClassifierHead",
+    "WeightedMeanPooling",
+]

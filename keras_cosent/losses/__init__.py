@@ -42,6 +42,34 @@ from keras_cosent.losses.supcon_loss import supcon_loss
 from keras_cosent.losses.triplet_loss import TripletLoss
 from keras_cosent.losses.triplet_loss import triplet_loss
 
+__all__ = [
+    "AnglELoss",
+    "angle_loss",
+    "angle_similarity",
+    "CoSENTLoss",
+    "cosent_loss",
+    "CosineMSELoss",
+    "cosine_mse_loss",
+    "InfoNCELoss",
+    "infonce_loss",
+    "SoftmaxLoss",
+    "softmax_loss",
+    "JointLoss",
+    "MarginRankingLoss",
+    "margin_ranking_loss",
+    "MatryoshkaLoss",
+    "MultiTaskLoss",
+    "matryoshka_loss",
+    "NTXentLoss",
+    "ntxent_loss",
+    "SupConLoss",
+    "supcon_loss",
+    "TripletLoss",
+    "triplet_loss",
+    "get",
+    "NAMES",
+]
+
 
 def get(name):
     """Returns the loss class of the training objective `name` (see `NAMES`).

@@ -9,3 +9,10 @@ from keras_cosent.metrics.pearson_correlation import PearsonCorrelation
 from keras_cosent.metrics.pearson_correlation import pearson_correlation
 from keras_cosent.metrics.spearman_correlation import SpearmanCorrelation
 from keras_cosent.metrics.spearman_correlation import spearman_correlation
+
+__all__ = [
+    "PearsonCorrelation",
+    "pearson_correlation",
+    "SpearmanCorrelation",
+    "spearman_correlation",
+]

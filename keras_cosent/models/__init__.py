@@ -21,6 +21,19 @@ from keras_cosent.models.siamese_encoder import SiameseEncoder
 from keras_cosent.models.multi_task_encoder import MultiTaskEncoder
 from keras_cosent.models.softmax_classifier_model import SoftmaxClassifierModel
 
+__all__ = [
+    "CachedSiameseEncoder",
+    "default_checkpoint",
+    "load_encoder",
+    "MomentumContrastModel",
+    "SentenceEncoder",
+    "SentencePreprocessor",
+    "SiameseEncoder",
+    "MultiTaskEncoder",
+    "SoftmaxClassifierModel",
+    "HFBertTokenizer",
+]
+
 
 def __getattr__(name):
     if name == "HFBertTokenizer":

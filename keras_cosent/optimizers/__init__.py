@@ -9,3 +9,10 @@ from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.torch_fused_adamw import TorchFusedAdamW
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
+
+__all__ = [
+    "NO_WEIGHT_DECAY",
+    "adamw",
+    "TorchFusedAdamW",
+    "WarmupLinearDecay",
+]

@@ -15,3 +15,15 @@ from keras_cosent.training.objectives import register_objective
 from keras_cosent.training.multi_task import MultiTrainingSetup
 from keras_cosent.training.multi_task import Task
 from keras_cosent.training.multi_task import build_multi
+
+__all__ = [
+    "TrainingSetup",
+    "build",
+    "OBJECTIVES",
+    "Objective",
+    "get_objective",
+    "register_objective",
+    "MultiTrainingSetup",
+    "Task",
+    "build_multi",
+]

@@ -3,3 +3,9 @@
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import pair_cosine
 from keras_cosent.utils.truncation import truncate_embeddings
+
+__all__ = [
+    "l2_normalize",
+    "pair_cosine",
+    "truncate_embeddings",
+]
