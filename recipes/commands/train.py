@@ -282,7 +282,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "mixed_float16. For GPUs (bfloat16 on recent ones); slower on most CPUs.")
 @click.option("--packing/--no-packing", default=True, show_default=True,
               help="Pack each batch's sentences into shared rows instead of padding them "
-                   "(same results, less work; keras-hub BERT backbones, others pad).")
+                   "(the same function and gradients on less work, but other dropout "
+                   "masks than padded batches; keras-hub BERT backbones, others pad).")
 @click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
               help="Train data-parallel on this many devices, with in-batch losses over the "
                    "global --batch-size (a multiple of it): JAX and TensorFlow take the first "
