@@ -2,14 +2,16 @@
 
 import keras
 
+from keras_cosent.optimizers.adam_w import AdamW
 from keras_cosent.optimizers.torch_fused_adamw import TorchFusedAdamW
 
 # Biases and LayerNorm scales/offsets are not decayed, as in BERT and Sentence-BERT.
 NO_WEIGHT_DECAY = ("^bias$", "^gamma$", "^beta$")
 
 
-def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_DECAY):
-    """Keras AdamW for the current backend: `TorchFusedAdamW` on PyTorch.
+def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_DECAY,
+          epsilon=1e-8):
+    """`keras_cosent.optimizers.AdamW` for the current backend: `TorchFusedAdamW` on PyTorch.
 
     Args:
         learning_rate: a float or a `keras.optimizers.schedules.LearningRateSchedule`.
@@ -18,10 +20,13 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
         exclude_from_weight_decay: regular expressions; variables whose name
             matches one are not decayed. The default, `NO_WEIGHT_DECAY`, leaves
             biases and LayerNorm parameters alone.
+        epsilon: added to the bias-corrected `sqrt(v)`, as PyTorch does
+            (see `AdamW`).
 
     Returns:
-        A `keras.optimizers.AdamW` (a `TorchFusedAdamW` on the torch backend):
-        the same update rule and optimizer state either way. When the schedule
+        A `keras_cosent.optimizers.AdamW` (a `TorchFusedAdamW` on the torch
+        backend): the update rule of `torch.optim.AdamW` and Keras' optimizer
+        state either way. When the schedule
         has a `multiplier` variable (`WarmupLinearDecay`), it is tracked as one
         of the optimizer's variables, right after the iteration counter: JAX's
         compiled step reads only the variables it is passed, and the
@@ -34,10 +39,8 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
     >>> float(optimizer.weight_decay)
     0.01
     """
-    cls = keras.optimizers.AdamW
-    if keras.backend.backend() == "torch":
-        cls = TorchFusedAdamW
-    optimizer = cls(learning_rate=learning_rate, weight_decay=weight_decay)
+    cls = TorchFusedAdamW if keras.backend.backend() == "torch" else AdamW
+    optimizer = cls(learning_rate=learning_rate, weight_decay=weight_decay, epsilon=epsilon)
     multiplier = getattr(learning_rate, "multiplier", None)
     if isinstance(multiplier, keras.Variable):
         # Public attribute assignment goes through the optimizer's tracker.

@@ -1,6 +1,6 @@
-"""`TorchFusedAdamW`: Keras' AdamW with its update run by PyTorch's fused kernel.
+"""`TorchFusedAdamW`: keras-cosent's `AdamW` with its update run by PyTorch's fused kernel.
 
-On JAX and TensorFlow, Keras' `AdamW` update is compiled into the training step
+On JAX and TensorFlow, the `AdamW` update is compiled into the training step
 with the rest of it. On PyTorch, Keras runs it as about ten `torch._foreach_*`
 passes over every parameter, with temporaries; for all-MiniLM-L6-v2 (22.6M
 parameters, half of them the word embeddings, whose gradient is dense) that
@@ -12,29 +12,28 @@ history at commit fdca9ec).
 This is the one optimizer in the library that is backend-specific by nature:
 it calls PyTorch (imported inside its update, on the torch backend only) where
 the rest of the library uses `keras.ops`. `keras_cosent.optimizers.adamw`
-picks it on PyTorch and Keras' `AdamW` elsewhere.
+picks it on PyTorch and `keras_cosent.optimizers.AdamW` elsewhere.
 """
-
-import math
 
 import keras
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.optimizers.adam_w import AdamW
 
 
 @keras_cosent_export
-class TorchFusedAdamW(keras.optimizers.AdamW):
-    """Keras' `AdamW` whose update runs in `torch._fused_adamw_` (torch backend only).
+class TorchFusedAdamW(AdamW):
+    """`keras_cosent.optimizers.AdamW` whose update runs in `torch._fused_adamw_` (torch only).
 
-    Args and defaults are those of `keras.optimizers.AdamW`, except that
-    `amsgrad=True` is not supported. The weight decay moves into the same
-    kernel (Keras applies it in a pass of its own): each decayed variable is
-    first multiplied by `1 - learning_rate * weight_decay`, then gets the Adam
-    step `learning_rate * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) +
-    epsilon)`. PyTorch's kernel adds its `eps` after the bias correction of
-    `sqrt(v)`; passing it `epsilon / sqrt(1 - beta_2^t)` each step gives Keras'
-    update exactly (up to float rounding). A saved model compiled with it loads
-    on JAX or TensorFlow with Keras' `AdamW` in its place (`from_config`).
+    Args and defaults are those of `keras_cosent.optimizers.AdamW` (PyTorch's
+    update rule, `epsilon=1e-8`), except that `amsgrad=True` is not supported.
+    The weight decay moves into the same kernel (Keras applies it in a pass of
+    its own): each decayed variable is first multiplied by
+    `1 - learning_rate * weight_decay`, then gets the Adam step
+    `learning_rate / (1 - beta_1^t) * m / (sqrt(v / (1 - beta_2^t)) + epsilon)`.
+    The optimizer state is Keras' own, so a saved model compiled with it loads
+    on JAX or TensorFlow with `keras_cosent.optimizers.AdamW` in its place
+    (`from_config`).
 
     Example (the first Adam step moves each weight by the learning rate against
     its gradient's sign, here on whichever backend runs it):
@@ -61,20 +60,20 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
             raise ValueError(
                 "TorchFusedAdamW runs PyTorch's fused AdamW kernel and needs the torch "
                 f"backend. Received: backend={keras.backend.backend()!r}; use "
-                "keras.optimizers.AdamW (or keras_cosent.optimizers.adamw) instead."
+                "keras_cosent.optimizers.AdamW (or keras_cosent.optimizers.adamw) instead."
             )
         super().__init__(*args, **kwargs)
         if self.amsgrad:
             raise ValueError(
                 "TorchFusedAdamW does not support `amsgrad`. Received: `amsgrad`=True; "
-                "use keras.optimizers.AdamW for AMSGrad."
+                "use keras_cosent.optimizers.AdamW for AMSGrad."
             )
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        # The state is Keras' AdamW's, so elsewhere Keras' AdamW takes over.
+        # The state is AdamW's, so elsewhere AdamW takes over.
         if keras.backend.backend() != "torch":
-            return keras.optimizers.AdamW.from_config(config, custom_objects=custom_objects)
+            return AdamW.from_config(config, custom_objects=custom_objects)
         return super().from_config(config, custom_objects=custom_objects)
 
     def _apply_weight_decay(self, variables):
@@ -113,7 +112,7 @@ class TorchFusedAdamW(keras.optimizers.AdamW):
                     beta1=float(self.beta_1),
                     beta2=float(self.beta_2),
                     weight_decay=decay,
-                    eps=float(self.epsilon) / math.sqrt(1.0 - float(self.beta_2) ** step),
+                    eps=float(self.epsilon),
                     amsgrad=False,
                     maximize=False,
                 )

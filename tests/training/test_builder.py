@@ -53,13 +53,14 @@ def test_build_trains_as_the_published_set_up_does():
                   learning_rate=lr, warmup=0.25, weight_decay=0.01, shuffle=False, packing=False)
     ours = setup.model.fit(setup.batches, epochs=epochs, verbose=0).history["loss"]
 
-    # Independently: the same encoder weights, a SiameseEncoder, Keras' own AdamW on
-    # the schedule above with biases and LayerNorm excluded from weight decay.
+    # Independently: the same encoder weights, a SiameseEncoder, the AdamW rule
+    # (tests/optimizers/test_adamw.py checks it against torch.optim.AdamW) on the
+    # schedule above with biases and LayerNorm excluded from weight decay.
     encoder = tiny_encoder()
     model = keras_cosent.models.SiameseEncoder(encoder)
     total = epochs * len(FIRST) // batch
-    optimizer = keras.optimizers.AdamW(LinearWarmupDecay(lr, total, round(0.25 * total)),
-                                       weight_decay=0.01)
+    optimizer = keras_cosent.optimizers.AdamW(LinearWarmupDecay(lr, total, round(0.25 * total)),
+                                              weight_decay=0.01)
     optimizer.exclude_from_weight_decay(var_names=["^bias$", "^gamma$", "^beta$"])
     model.compile(optimizer=optimizer, loss=keras_cosent.losses.CoSENTLoss(scale=20.0))
     batches = keras_cosent.data.PairBatches(pairs(), encoder.tokenize, batch_size=batch,

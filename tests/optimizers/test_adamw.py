@@ -1,4 +1,4 @@
-"""`keras_cosent.optimizers`: TorchFusedAdamW against Keras' AdamW and the update rule in NumPy."""
+"""`keras_cosent.optimizers`: AdamW and TorchFusedAdamW against torch.optim.AdamW and the rule in NumPy."""
 
 import doctest
 import json
@@ -10,6 +10,7 @@ import pytest
 import importlib
 
 from keras_cosent.optimizers import NO_WEIGHT_DECAY
+from keras_cosent.optimizers import AdamW
 from keras_cosent.optimizers import TorchFusedAdamW
 from keras_cosent.optimizers import WarmupLinearDecay
 from keras_cosent.optimizers import adamw
@@ -19,20 +20,40 @@ torch_only = pytest.mark.skipif(not ON_TORCH, reason="TorchFusedAdamW needs the 
 
 
 def numpy_adamw(params, grads_per_step, lrs, weight_decay, decayed, beta_1=0.9, beta_2=0.999,
-                epsilon=1e-7):
-    """Keras' AdamW written out: decoupled decay, then Adam with epsilon outside the bias correction."""
+                epsilon=1e-8):
+    """torch.optim.AdamW's documented algorithm: decoupled decay, then Adam with
+    epsilon added to the bias-corrected sqrt(v)."""
     params = [p.astype(np.float64) for p in params]
     m = [np.zeros_like(p) for p in params]
     v = [np.zeros_like(p) for p in params]
     for t, (grads, lr) in enumerate(zip(grads_per_step, lrs), start=1):
-        alpha = lr * np.sqrt(1 - beta_2**t) / (1 - beta_1**t)
         for i, g in enumerate(grads):
             if decayed[i]:
                 params[i] = params[i] - params[i] * weight_decay * lr
             m[i] = beta_1 * m[i] + (1 - beta_1) * g
             v[i] = beta_2 * v[i] + (1 - beta_2) * g * g
-            params[i] = params[i] - alpha * m[i] / (np.sqrt(v[i]) + epsilon)
+            m_hat = m[i] / (1 - beta_1**t)
+            v_hat = v[i] / (1 - beta_2**t)
+            params[i] = params[i] - lr * m_hat / (np.sqrt(v_hat) + epsilon)
     return params, m, v
+
+
+def torch_adamw(init, grads, lrs, weight_decay, decayed, epsilon=1e-8):
+    """The same steps taken by torch.optim.AdamW itself (float64)."""
+    import torch
+
+    params = [torch.tensor(value, dtype=torch.float64, requires_grad=True)
+              for value in init.values()]
+    groups = [{"params": [p], "weight_decay": weight_decay if d else 0.0}
+              for p, d in zip(params, decayed)]
+    optimizer = torch.optim.AdamW(groups, lr=lrs[0], eps=epsilon)
+    for step_grads, lr in zip(grads, lrs):
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        for p, g in zip(params, step_grads):
+            p.grad = torch.tensor(g, dtype=torch.float64)
+        optimizer.step()
+    return [p.detach().numpy() for p in params]
 
 
 def make_problem(seed=0, steps=6):
@@ -53,49 +74,81 @@ def run(optimizer, init, grads):
     return variables
 
 
-@torch_only
-def test_matches_keras_adamw_and_the_numpy_rule():
+def test_adamw_matches_the_numpy_rule_and_keeps_keras_state():
     init, grads = make_problem()
     schedule = WarmupLinearDecay(0.05, total_steps=6, warmup_steps=2)
-    fused = TorchFusedAdamW(learning_rate=schedule, weight_decay=0.3)
-    fused.exclude_from_weight_decay(var_names=["^bias$"])
-    plain = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=0.3)
-    plain.exclude_from_weight_decay(var_names=["^bias$"])
-    got = run(fused, init, grads)
-    keras_got = run(plain, init, grads)
+    optimizer = AdamW(learning_rate=schedule, weight_decay=0.3)
+    optimizer.exclude_from_weight_decay(var_names=["^bias$"])
+    got = run(optimizer, init, grads)
 
     lrs = [float(keras.ops.convert_to_numpy(schedule(s))) for s in range(len(grads))]
     want, want_m, want_v = numpy_adamw(
         list(init.values()), grads, lrs, 0.3, decayed=[True, False, True]
     )
-    for variable, keras_variable, expected in zip(got, keras_got, want):
+    for variable, expected in zip(got, want):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), expected,
+                                   rtol=1e-5, atol=1e-6)
+    # The state is Keras' AdamW's (moments not bias-corrected), so either resumes it.
+    for variable, m, v in zip(got, want_m, want_v):
+        index = optimizer._get_variable_index(variable)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(optimizer._momentums[index]), m,
+                                   rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(optimizer._velocities[index]), v,
+                                   rtol=1e-5, atol=1e-9)
+    assert int(keras.ops.convert_to_numpy(optimizer.iterations)) == len(grads)
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_gradients_as_small_as_epsilon_follow_pytorch(amsgrad):
+    # Where sqrt(v) is comparable to epsilon the placements of epsilon differ most:
+    # Keras' own AdamW (even at epsilon 1e-8) moves them about 9 times less in these steps.
+    init = {"kernel": np.ones(4, dtype="float32")}
+    grads = [[np.array([1e-8, -3e-9, 2e-8, 0.0], dtype="float32") * (1 + 0.5 * t)]
+             for t in range(4)]
+    got = run(AdamW(learning_rate=0.1, weight_decay=0.0, amsgrad=amsgrad), init, grads)[0]
+    want, _, _ = numpy_adamw([init["kernel"]], grads, [0.1] * 4, 0.0, [False])
+    if not amsgrad:  # growing gradients: AMSGrad's max(v) is v, except in float rounding
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got), want[0], rtol=1e-5)
+    keras_got = run(keras.optimizers.AdamW(learning_rate=0.1, weight_decay=0.0, epsilon=1e-8,
+                                           amsgrad=amsgrad), init, grads)[0]
+    moved = 1 - keras.ops.convert_to_numpy(got)[0]
+    assert moved > 5 * (1 - keras.ops.convert_to_numpy(keras_got)[0])
+    if ON_TORCH:
+        import torch
+
+        params = torch.tensor(init["kernel"], dtype=torch.float64, requires_grad=True)
+        reference = torch.optim.AdamW([params], lr=0.1, weight_decay=0.0, amsgrad=amsgrad)
+        for (g,) in grads:
+            params.grad = torch.tensor(g, dtype=torch.float64)
+            reference.step()
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got), params.detach().numpy(),
+                                   rtol=1e-5)
+
+
+@torch_only
+def test_torch_fused_adamw_matches_torch_adamw_and_adamw():
+    init, grads = make_problem()
+    # Gradients of very different sizes, down to epsilon's.
+    grads = [[g * scale for g, scale in zip(step, (1.0, 1e-8, 1e-4))] for step in grads]
+    schedule = WarmupLinearDecay(0.05, total_steps=6, warmup_steps=2)
+    lrs = [float(keras.ops.convert_to_numpy(schedule(s))) for s in range(len(grads))]
+    fused = TorchFusedAdamW(learning_rate=schedule, weight_decay=0.3)
+    fused.exclude_from_weight_decay(var_names=["^bias$"])
+    plain = AdamW(learning_rate=schedule, weight_decay=0.3)
+    plain.exclude_from_weight_decay(var_names=["^bias$"])
+    got = run(fused, init, grads)
+    plain_got = run(plain, init, grads)
+    want = torch_adamw(init, grads, lrs, 0.3, decayed=[True, False, True])
+    for variable, plain_variable, expected in zip(got, plain_got, want):
         value = keras.ops.convert_to_numpy(variable)
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(value, keras.ops.convert_to_numpy(keras_variable),
+        np.testing.assert_allclose(value, keras.ops.convert_to_numpy(plain_variable),
                                    rtol=1e-5, atol=1e-6)
-    # The optimizer state is Keras' own, so a run can be resumed with keras' AdamW.
-    for variable, m, v in zip(got, want_m, want_v):
-        index = fused._get_variable_index(variable)
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(fused._momentums[index]), m,
-                                   rtol=1e-5, atol=1e-7)
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(fused._velocities[index]), v,
-                                   rtol=1e-5, atol=1e-9)
     assert int(fused.iterations) == len(grads)
 
 
 @torch_only
-def test_epsilon_follows_keras_placement():
-    # A tiny gradient makes sqrt(v) comparable to epsilon, where PyTorch's and
-    # Keras' placements of epsilon differ most.
-    init = {"kernel": np.ones(4, dtype="float32")}
-    grads = [[np.full(4, 1e-7, dtype="float32")]] * 3
-    got = run(TorchFusedAdamW(learning_rate=0.1, weight_decay=0.0, epsilon=1e-7), init, grads)
-    want, _, _ = numpy_adamw([init["kernel"]], grads, [0.1] * 3, 0.0, [False])
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(got[0]), want[0], rtol=1e-6)
-
-
-@torch_only
-def test_fit_trains_the_same_weights_as_keras_adamw():
+def test_fit_trains_the_same_weights_as_adamw():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(32, 6)).astype("float32")
     y = rng.normal(size=(32, 2)).astype("float32")
@@ -109,13 +162,27 @@ def test_fit_trains_the_same_weights_as_keras_adamw():
         return model.get_weights(), history.history["loss"]
 
     fused_weights, fused_loss = trained(adamw(0.01, 0.01, ["^bias$"]))
-    keras_optimizer = keras.optimizers.AdamW(learning_rate=0.01, weight_decay=0.01)
-    keras_optimizer.exclude_from_weight_decay(var_names=["^bias$"])
-    keras_weights, keras_loss = trained(keras_optimizer)
+    plain_optimizer = AdamW(learning_rate=0.01, weight_decay=0.01)
+    plain_optimizer.exclude_from_weight_decay(var_names=["^bias$"])
+    plain_weights, plain_loss = trained(plain_optimizer)
     assert fused_loss[-1] < fused_loss[0]
-    np.testing.assert_allclose(fused_loss, keras_loss, rtol=1e-5)
-    for got, want in zip(fused_weights, keras_weights):
+    np.testing.assert_allclose(fused_loss, plain_loss, rtol=1e-5)
+    for got, want in zip(fused_weights, plain_weights):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1e-8, "1e-8", True])
+def test_bad_epsilon_is_named(epsilon):
+    with pytest.raises(ValueError, match="`epsilon`"):
+        AdamW(learning_rate=0.1, epsilon=epsilon)
+
+
+def test_adamw_serialization_round_trip():
+    optimizer = AdamW(learning_rate=WarmupLinearDecay(2e-5, 40, 4), weight_decay=0.01)
+    restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    assert type(restored) is AdamW
+    assert restored.get_config() == optimizer.get_config()
+    assert restored.epsilon == 1e-8
 
 
 @torch_only
@@ -137,8 +204,8 @@ def test_amsgrad_is_refused():
     # As runs saved before the optimizer moved into the library name it.
     ("recipes.optimizers", "keras_cosent_recipes>TorchFusedAdamW"),
 ])
-def test_a_saved_torch_optimizer_loads_as_keras_adamw_elsewhere(module, registered):
-    original = keras.optimizers.AdamW(learning_rate=WarmupLinearDecay(2e-5, 40, 4),
+def test_a_saved_torch_optimizer_loads_as_adamw_elsewhere(module, registered):
+    original = AdamW(learning_rate=WarmupLinearDecay(2e-5, 40, 4),
                                       weight_decay=0.01)
     config = keras.optimizers.serialize(original)["config"]
     # What keras.optimizers.serialize writes for a TorchFusedAdamW on torch.
@@ -146,7 +213,7 @@ def test_a_saved_torch_optimizer_loads_as_keras_adamw_elsewhere(module, register
                   "config": config, "registered_name": registered}
     # As from a saved file: deserialize replaces nested configs with objects in place.
     restored = keras.optimizers.deserialize(json.loads(json.dumps(serialized)))
-    assert type(restored) is (TorchFusedAdamW if ON_TORCH else keras.optimizers.AdamW)
+    assert type(restored) is (TorchFusedAdamW if ON_TORCH else AdamW)
     assert keras.optimizers.serialize(restored)["config"] == config
 
 
@@ -158,8 +225,9 @@ def test_refused_outside_torch():
 
 def test_adamw_picks_the_backend_implementation_and_excludes_by_name():
     optimizer = adamw(2e-5, weight_decay=0.01, exclude_from_weight_decay=["^bias$"])
-    assert type(optimizer) is (TorchFusedAdamW if ON_TORCH else keras.optimizers.AdamW)
+    assert type(optimizer) is (TorchFusedAdamW if ON_TORCH else AdamW)
     assert float(optimizer.weight_decay) == pytest.approx(0.01)
+    assert optimizer.epsilon == 1e-8
     bias = keras.Variable(np.zeros(2, dtype="float32"), name="bias")
     kernel = keras.Variable(np.zeros(2, dtype="float32"), name="kernel")
     optimizer.build([bias, kernel])
@@ -167,7 +235,7 @@ def test_adamw_picks_the_backend_implementation_and_excludes_by_name():
     assert optimizer._use_weight_decay(kernel)
 
 
-@pytest.mark.parametrize("module", ["adamw", "torch_fused_adamw", "warmup_linear_decay"])
+@pytest.mark.parametrize("module", ["adam_w", "adamw", "torch_fused_adamw", "warmup_linear_decay"])
 def test_docstring_examples_run(module):
     module = importlib.import_module(f"keras_cosent.optimizers.{module}")
     result = doctest.testmod(module, verbose=False)

@@ -1,0 +1,124 @@
+"""keras-cosent's InfoNCE training, step for step against sentence-transformers' MNRL.
+
+The packaged all-MiniLM-L6-v2, the same batches, dropout off on both sides (the
+one part of a training step that draws random numbers): `build(...,
+"infonce")` trained with `train_on_batch` must give the losses and the weights
+that `MultipleNegativesRankingLoss(scale=20)` gives with `torch.optim.AdamW` and
+Hugging Face's linear warm-up schedule, as sentence-transformers trains. Its
+losses are about 1e-3, gradients are as small as AdamW's epsilon, and Keras' own
+AdamW (epsilon placed before the bias correction) takes visibly smaller steps:
+the control below shows the check would see it.
+"""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_cosent.data import PairDataset
+from keras_cosent.models import SentenceEncoder
+from keras_cosent.optimizers import NO_WEIGHT_DECAY
+from keras_cosent.optimizers import WarmupLinearDecay
+from keras_cosent.training import build
+
+PAIRS = [
+    ("A man is playing a guitar.", "A man plays the guitar."),
+    ("A woman is slicing an onion.", "A woman cuts an onion."),
+    ("Two dogs run across a field.", "Two dogs are running through the grass."),
+    ("The stock market fell sharply today.", "Shares dropped steeply on Monday."),
+    ("A child is riding a bicycle.", "A kid rides a bike."),
+    ("The chef is cooking pasta.", "A cook prepares spaghetti."),
+    ("It is raining in the city.", "Rain falls over the town."),
+    ("A cat sleeps on the sofa.", "A cat is napping on the couch."),
+    ("The train arrived late.", "The train was delayed."),
+    ("Scientists discovered a new planet.", "Astronomers found a new exoplanet."),
+    ("He is reading a newspaper.", "A man reads the paper."),
+    ("The team won the final match.", "The side won the championship game."),
+]
+HELD_OUT = ["A boy is playing football.", "The weather is cold today.",
+            "Prices rose again last month.", "A bird sits on a branch."]
+STEPS_PER_EPOCH, EPOCHS, BATCH, LR, SEED = 3, 2, 4, 2e-5, 0
+MAX_LENGTH = 32
+
+
+def no_dropout(encoder):
+    for layer in encoder._flatten_layers(include_self=True, recursive=True):
+        if isinstance(layer, keras.layers.Dropout):
+            layer.rate = 0.0
+        if isinstance(layer, keras.layers.MultiHeadAttention):
+            layer._dropout = 0.0
+    return encoder
+
+
+def keras_run(minilm_path, optimizer=None):
+    encoder = no_dropout(SentenceEncoder.from_checkpoint(minilm_path, max_length=MAX_LENGTH))
+    data = PairDataset([[a for a, _ in PAIRS], [b for _, b in PAIRS]],
+                       np.full(len(PAIRS), 5.0, "float32"), "pairs")
+    setup = build(encoder, data, "infonce", batch_size=BATCH, epochs=EPOCHS,
+                  learning_rate=LR, warmup=0.1, weight_decay=0.01, seed=SEED)
+    if optimizer is not None:
+        total = len(setup.batches) * EPOCHS
+        schedule = WarmupLinearDecay(LR, total, warmup_steps=round(0.1 * total))
+        setup.model.compile(optimizer=optimizer(schedule), loss=setup.loss)
+    plan, losses = [], []
+    for epoch in range(EPOCHS):
+        setup.batches.set_epoch(epoch)
+        for index in range(len(setup.batches)):
+            plan.append([int(i) for i in setup.batches._batches[index]])
+            x, y = setup.batches[index]
+            losses.append(float(setup.model.train_on_batch(x, y)))
+    held_out = np.asarray(encoder.encode(HELD_OUT))
+    return plan, losses, held_out / np.linalg.norm(held_out, axis=1, keepdims=True)
+
+
+def peer_run(minilm_path, plan):
+    st = pytest.importorskip("sentence_transformers")
+    torch = pytest.importorskip("torch")
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from transformers import get_linear_schedule_with_warmup
+
+    model = st.SentenceTransformer(str(minilm_path), device="cpu")
+    model.max_seq_length = MAX_LENGTH
+    model.eval()  # dropout off; gradients still flow
+    loss_fn = MultipleNegativesRankingLoss(model, scale=20.0)
+    named = list(model.named_parameters())
+    no_decay = [p for n, p in named if n.endswith("bias") or "LayerNorm" in n]
+    decay = [p for n, p in named if not (n.endswith("bias") or "LayerNorm" in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=LR)
+    schedule = get_linear_schedule_with_warmup(optimizer, round(0.1 * len(plan)), len(plan))
+    losses = []
+    for rows in plan:
+        features = [model.preprocess([PAIRS[i][c] for i in rows]) for c in (0, 1)]
+        loss = loss_fn(features, torch.zeros(len(rows)))
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses, model.encode(HELD_OUT, normalize_embeddings=True, convert_to_numpy=True)
+
+
+@pytest.mark.heavy
+def test_infonce_steps_match_sentence_transformers(minilm_path):
+    plan, losses, held_out = keras_run(minilm_path)
+    assert len(plan) == STEPS_PER_EPOCH * EPOCHS
+    peer_losses, peer_held_out = peer_run(minilm_path, plan)
+    # train_on_batch resets the loss tracker: each value is that step's loss.
+    np.testing.assert_allclose(losses, peer_losses, rtol=2e-3, atol=1e-6)
+
+    zero_shot = np.asarray(SentenceEncoder.from_checkpoint(minilm_path, max_length=MAX_LENGTH)
+                           .encode(HELD_OUT))
+    zero_shot /= np.linalg.norm(zero_shot, axis=1, keepdims=True)
+    moved = np.abs(peer_held_out - zero_shot).max()
+    gap = np.abs(held_out - peer_held_out).max()
+    assert moved > 1e-4  # the steps did move the model
+    assert gap < 0.02 * moved
+
+    # Control: Keras' own AdamW on the same schedule and batches ends measurably apart.
+    def keras_adamw(schedule):
+        optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=0.01)
+        optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+        return optimizer
+
+    _, _, keras_rule = keras_run(minilm_path, optimizer=keras_adamw)
+    assert np.abs(keras_rule - peer_held_out).max() > 10 * gap
