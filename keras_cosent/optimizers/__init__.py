@@ -2,8 +2,8 @@
 
 `adamw` gives `AdamW` (Keras' AdamW with PyTorch's placement of epsilon) with
 BERT's no-decay list, run by PyTorch's fused kernel on the torch backend
-(`TorchFusedAdamW`); `WarmupLinearDecay` is the
-linear warm-up then linear decay of BERT and Sentence-BERT fine-tuning.
+(`TorchFusedAdamW`); `WarmupLinearDecay` is the linear warm-up then linear
+decay of BERT and Sentence-BERT fine-tuning.
 """
 
 from keras_cosent.optimizers.adam_w import AdamW

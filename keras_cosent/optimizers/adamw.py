@@ -26,9 +26,9 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
     Returns:
         A `keras_cosent.optimizers.AdamW` (a `TorchFusedAdamW` on the torch
         backend): the update rule of `torch.optim.AdamW` and Keras' optimizer
-        state either way. When the schedule
-        has a `multiplier` variable (`WarmupLinearDecay`), it is tracked as one
-        of the optimizer's variables, right after the iteration counter: JAX's
+        state either way. When the schedule has a `multiplier` variable
+        (`WarmupLinearDecay`), it is tracked as one of the optimizer's
+        variables, right after the iteration counter: JAX's
         compiled step reads only the variables it is passed, and the
         optimizer's saved state (`ResumableTraining`) then holds it.
 
