@@ -22,6 +22,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ON_TF = keras.backend.backend() == "tensorflow"
 tf_only = pytest.mark.skipif(not ON_TF, reason="the piece applies to TensorFlow only")
 glibc_only = pytest.mark.skipif(not runtime.on_glibc(), reason="mallopt settings are glibc's")
+
+
+def once_in(backend):
+    """For a check made in a child process whose result does not depend on the
+    backend of this test process: it runs once per suite run, in the process of
+    the backend whose piece it checks (the child inherits that backend), instead
+    of three times over."""
+    return pytest.mark.skipif(
+        keras.backend.backend() != backend,
+        reason=f"a child-process check independent of this process's backend: "
+               f"runs once, in the {backend} test process")
 RATE = 0.1
 
 
@@ -136,6 +147,7 @@ STEPS = textwrap.dedent("""
 
 
 @glibc_only
+@once_in("jax")
 def test_default_glibc_maps_a_freed_large_block_afresh_each_time():
     # The reference behaviour the piece works around: every round faults the
     # whole block in again (about 59,000 pages of 4 KiB).
@@ -144,6 +156,7 @@ def test_default_glibc_maps_a_freed_large_block_afresh_each_time():
 
 
 @glibc_only
+@once_in("jax")
 def test_pooled_glibc_reuses_the_freed_block_until_disabled():
     phases = json.loads(run_child(STEPS, "pool"))
     assert phases["pool"] is True
@@ -155,6 +168,7 @@ def test_pooled_glibc_reuses_the_freed_block_until_disabled():
 
 
 @glibc_only
+@once_in("jax")
 def test_the_users_glibc_settings_win():
     code = ("from keras_cosent import runtime; "
             "print(runtime.enable(['glibc_pool'], backend='jax')['glibc_pool']['on'])")
@@ -205,6 +219,7 @@ MAPPED = textwrap.dedent("""
 
 
 @glibc_only
+@once_in("torch")
 def test_default_glibc_moves_a_freed_large_block_to_the_heap():
     # The reference behaviour the piece works around: glibc maps the first large
     # block on its own, then raises its threshold to the freed block's size and
@@ -215,6 +230,7 @@ def test_default_glibc_moves_a_freed_large_block_to_the_heap():
 
 
 @glibc_only
+@once_in("torch")
 def test_cached_step_allocations_map_large_blocks_on_their_own_only_inside():
     record = json.loads(run_child(MAPPED, "on"))
     assert record["piece"]["on"] is True, record
@@ -245,6 +261,7 @@ def test_the_cli_enables_what_applies_to_its_backend():
     assert on == {name: owner == backend for name, owner in runtime.PIECES.items()}
 
 
+@once_in("jax")
 def test_the_cli_can_be_told_not_to_tune():
     code = textwrap.dedent("""
         import json
