@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ON_TF = keras.backend.backend() == "tensorflow"
 tf_only = pytest.mark.skipif(not ON_TF, reason="the piece applies to TensorFlow only")
 glibc_only = pytest.mark.skipif(not runtime.on_glibc(), reason="mallopt settings are glibc's")
+RATE = 0.1
 
 
 def once_in(backend):
@@ -34,7 +35,6 @@ def once_in(backend):
         keras.backend.backend() != backend,
         reason=f"a child-process check independent of this process's backend: "
                f"runs once, in the {backend} test process")
-RATE = 0.1
 
 
 @pytest.fixture(autouse=True)
