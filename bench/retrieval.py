@@ -102,7 +102,8 @@ def carve_dev(train_folder, split, size, root, distractors=2500):
 
 
 VARIANTS = {"mined": [], "in-batch": ["--mine-negatives", 0],
-            "no-margin": ["--mine-relative-margin", "off"], "drop-short": ["--mine-fill", "none"]}
+            "no-margin": ["--mine-relative-margin", "off"], "drop-short": ["--mine-fill", "none"],
+            "symmetric": ["--symmetric"]}
 
 
 def summarize(lines):

@@ -36,7 +36,7 @@ def loss_options(config):
     """
     return {"scale": config["scale"], "temperature": config["temperature"],
             "margin": config.get("margin"), "distance": config.get("distance"),
-            "form": config.get("margin_form")}
+            "form": config.get("margin_form"), "symmetric": config.get("symmetric")}
 
 
 class ObjectiveChoice(click.Choice):

@@ -358,7 +358,7 @@ for _objective in (
     Objective(
         name="infonce",
         summary="InfoNCE / multiple negatives ranking: (anchor, positive[, negatives]) rows",
-        loss=losses.InfoNCELoss, options=("temperature",),
+        loss=losses.InfoNCELoss, options=("temperature", "symmetric"),
         # Rows sharing a positive are duplicates, not negatives of each other.
         loss_kwargs=lambda d, f: {"mask_false_negatives": True},
         shape=positive_rows, reader_options=_triplets_from_nli, needs_labels=False,
@@ -367,7 +367,7 @@ for _objective in (
     Objective(
         name="simcse",
         summary="unsupervised SimCSE: InfoNCE over two dropout views of each sentence",
-        loss=losses.InfoNCELoss, options=("temperature",),
+        loss=losses.InfoNCELoss, options=("temperature", "symmetric"),
         loss_kwargs=lambda d, f: {"mask_false_negatives": True},
         shape=sentence_views, needs_labels=False, label_mode="group", unique_texts=True,
         min_batch_size=2,

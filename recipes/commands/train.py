@@ -47,7 +47,8 @@ ESIMCSE_OPTIONS = ("queue_size", "momentum", "word_repetition")
 QUEUE_LOSSES = ("infonce", "simcse")
 # Options recorded in config.json only when set, so that runs made before they
 # existed keep their configuration (and identity).
-OPTIONAL_OPTIONS = ("distance", "margin_form", "eval_text_columns", "eval_label_column")
+OPTIONAL_OPTIONS = ("distance", "margin_form", "symmetric", "eval_text_columns",
+                    "eval_label_column")
 
 _RECIPE_WIDTH = max(len(name) for name in RECIPES)
 _RECIPE_LIST = "\n".join(
@@ -213,6 +214,10 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="Scale of CoSENT, AnglE and the logistic margin ranking (1 / temperature).")
 @click.option("--temperature", type=POSITIVE_FLOAT, default=0.05, show_default=True,
               help="Temperature of InfoNCE, SimCSE, NT-Xent and SupCon.")
+@click.option("--symmetric", is_flag=True, default=None,
+              help="InfoNCE and SimCSE: also make each positive pick its own anchor among "
+              "the batch's anchors, and average the two directions (sentence-transformers' "
+              "MultipleNegativesSymmetricRankingLoss).")
 @click.option("--margin", type=click.FloatRange(min=0), default=None,
               show_default="the loss's: triplet and batch-hard-triplet 0.5, margin-ranking 0.2",
               help="Margin of the triplet, batch-hard-triplet and margin-ranking losses.")
@@ -333,7 +338,9 @@ def train(ctx, env, **options):
             ("distance", "distance", "the distance of the triplet losses (--loss triplet or "
              "batch-hard-triplet)"),
             ("margin_form", "form", "the form of the margin-ranking loss (--loss "
-             "margin-ranking)")):
+             "margin-ranking)"),
+            ("symmetric", "symmetric", "the backward direction of InfoNCE (--loss infonce "
+             "or simcse)")):
         if options.get(name) is not None and not any(
                 option in _loss_options(get_objective(loss)) for loss in losses):
             raise click.BadParameter(
