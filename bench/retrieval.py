@@ -16,10 +16,12 @@ spread over seeds.
 Variants of the keras run (`--variants`): `mined` (the recipe as it is),
 `in-batch` (`--mine-negatives 0`: in-batch negatives only), `no-margin`
 (`--mine-relative-margin off`: mined negatives without the false-negative
-margin) and `drop-short` (`--mine-fill none`: rows the margin leaves without a
-negative are dropped, as the peer's mining does, instead of getting a random one). `--dev slice:N` holds N train queries out as the dev split (for
-sets such as OCNLI whose only other split is the one reported), so that
-training never sees them.
+margin), `drop-short` (`--mine-fill none`: rows the margin leaves without a
+negative are dropped, as the peer's mining does, instead of getting a random
+one) and `symmetric` (`--symmetric`: each positive also picks its own query
+among the batch's queries). `--dev slice:N` holds N train queries out as the
+dev split (for sets such as OCNLI whose only other split is the one reported),
+so that training never sees them.
 
     python -m bench retrieval --epochs 1 --batch-size 32 --seeds 1,2,3 \
         --out bench/results/retrieval.jsonl

@@ -142,8 +142,9 @@ def build(
             the two views of a sentence differ in length.
         **loss_options: the objective's loss options, e.g. `scale=20.0`
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
-            SupCon), `margin=0.5` (triplet, batch-hard triplet, margin
-            ranking) or `distance="euclidean"` (triplet, batch-hard triplet).
+            SupCon), `symmetric=True` (InfoNCE, SimCSE), `margin=0.5`
+            (triplet, batch-hard triplet, margin ranking) or
+            `distance="euclidean"` (triplet, batch-hard triplet).
 
     Returns:
         A `TrainingSetup` with `model` (compiled), `batches`, `optimizer`,

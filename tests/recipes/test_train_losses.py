@@ -99,6 +99,65 @@ def test_margin_form_logistic_first_step_matches_numpy_and_is_replayed(
     assert words[words.index("--margin-form") + 1] == "logistic"
 
 
+def _infonce_reference(anchors, positives, negatives, temperature, symmetric):
+    """InfoNCE in NumPy: each anchor picks its positive among all positives and negatives."""
+    def unit(x):
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    anchors, positives, negatives = unit(anchors), unit(positives), unit(negatives)
+    rows = np.arange(len(anchors))
+
+    def cross_entropy(logits):
+        return np.logaddexp.reduce(logits, axis=1) - logits[rows, rows]
+
+    forward = cross_entropy(anchors @ np.concatenate([positives, negatives]).T / temperature)
+    if not symmetric:
+        return float(np.mean(forward))
+    backward = cross_entropy(positives @ anchors.T / temperature)
+    return float(np.mean((forward + backward) / 2))
+
+
+def test_symmetric_infonce_first_step_matches_numpy_and_is_replayed(
+        cli, no_dropout_checkpoint, tmp_path):
+    rows = demo_rows("train")[:32]
+    # 16 rows in one batch; their negatives are texts no row of the batch has.
+    columns = [[first for first, _, _ in rows[:16]], [second for _, second, _ in rows[:16]],
+               [second for _, second, _ in rows[16:]]]
+    train = tmp_path / "train.tsv"
+    train.write_text("query\tpositive\tnegative\n"
+                     + "".join("\t".join(row) + "\n" for row in zip(*columns)),
+                     encoding="utf-8")
+    output = tmp_path / "run"
+    result = cli("train", "--loss", "infonce", "--symmetric", "--temperature", 0.1,
+                 "--backbone", no_dropout_checkpoint, "--train", train, "--format", "tsv",
+                 "--text-columns", "query,positive,negative", "--epochs", 1,
+                 "--batch-size", 16, "--max-length", 16, "--output", output)
+    assert result.exit_code == 0, result.output
+
+    from recipes.model_loading import load_encoder
+
+    encoder = load_encoder(str(no_dropout_checkpoint), None, 16)
+    embeddings = [encoder.encode(c) for c in columns]
+    expected = _infonce_reference(*embeddings, temperature=0.1, symmetric=True)
+    forward_only = _infonce_reference(*embeddings, temperature=0.1, symmetric=False)
+    logged = json.loads((output / "metrics.json").read_text())[0]["loss"]
+    assert logged == pytest.approx(expected, rel=1e-4)
+    assert abs(expected - forward_only) > 1e-2 * expected
+
+    record = json.loads((output / "config.json").read_text())
+    assert record["config"]["symmetric"] is True
+    assert "--symmetric" in shlex.split(record["command"])
+
+
+def test_symmetric_is_refused_where_the_loss_has_none(cli, tiny_checkpoint, small_train,
+                                                      tmp_path):
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--loss", "cosent", "--symmetric", "--epochs", 1,
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "--symmetric", "--loss cosent has none")
+    assert not (tmp_path / "run").exists()
+
+
 def test_margin_form_is_refused_where_the_loss_has_none(cli, tiny_checkpoint, small_train,
                                                         tmp_path):
     result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
