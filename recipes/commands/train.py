@@ -214,7 +214,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="Scale of CoSENT, AnglE and the logistic margin ranking (1 / temperature).")
 @click.option("--temperature", type=POSITIVE_FLOAT, default=0.05, show_default=True,
               help="Temperature of InfoNCE, SimCSE, NT-Xent and SupCon.")
-@click.option("--symmetric", is_flag=True, default=None,
+@click.option("--symmetric", is_flag=True, default=None, show_default="off",
               help="InfoNCE and SimCSE: also make each positive pick its own anchor among "
               "the batch's anchors, and average the two directions (sentence-transformers' "
               "MultipleNegativesSymmetricRankingLoss).")
