@@ -28,12 +28,13 @@ def _batch(batch, seed, length=6):
 
 def _model(queue_size=5, momentum=0.8, learning_rate=0.5):
     model = MomentumContrastModel(make_tiny_encoder(num_layers=1), queue_size, momentum=momentum)
-    # Plain SGD, large steps: the weights move visibly between steps. Eager, so
-    # that the small steps of these tests compile nothing (the docstring example
-    # and the resume test train compiled).
+    # Plain SGD, large steps: the weights move visibly between steps. Eager on
+    # TensorFlow and PyTorch, so that the small steps of these tests compile
+    # nothing (the docstring example and the resume test train compiled); on JAX
+    # op-by-op execution costs more than compiling the step once.
     model.compile(optimizer=keras.optimizers.SGD(learning_rate),
                   loss=keras_cosent.losses.InfoNCELoss(mask_false_negatives=True),
-                  run_eagerly=True)
+                  run_eagerly=keras.backend.backend() != "jax")
     return model
 
 
