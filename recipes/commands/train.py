@@ -47,8 +47,7 @@ ESIMCSE_OPTIONS = ("queue_size", "momentum", "word_repetition")
 QUEUE_LOSSES = ("infonce", "simcse")
 # Options recorded in config.json only when set, so that runs made before they
 # existed keep their configuration (and identity).
-OPTIONAL_OPTIONS = ("distance", "margin_form", "symmetric", "eval_text_columns",
-                    "eval_label_column")
+OPTIONAL_OPTIONS = ("distance", "margin_form", "eval_text_columns", "eval_label_column")
 
 _RECIPE_WIDTH = max(len(name) for name in RECIPES)
 _RECIPE_LIST = "\n".join(
@@ -214,7 +213,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="Scale of CoSENT, AnglE and the logistic margin ranking (1 / temperature).")
 @click.option("--temperature", type=POSITIVE_FLOAT, default=0.05, show_default=True,
               help="Temperature of InfoNCE, SimCSE, NT-Xent and SupCon.")
-@click.option("--symmetric", is_flag=True, default=None, show_default="off",
+@click.option("--symmetric", is_flag=True, default=False, show_default=True,
               help="InfoNCE and SimCSE: also make each positive pick its own anchor among "
               "the batch's anchors, and average the two directions (sentence-transformers' "
               "MultipleNegativesSymmetricRankingLoss).")
@@ -341,7 +340,7 @@ def train(ctx, env, **options):
              "margin-ranking)"),
             ("symmetric", "symmetric", "the backward direction of InfoNCE (--loss infonce "
              "or simcse)")):
-        if options.get(name) is not None and not any(
+        if options.get(name) not in (None, False) and not any(
                 option in _loss_options(get_objective(loss)) for loss in losses):
             raise click.BadParameter(
                 f"sets {what}; --loss {options['loss']} has none",
@@ -511,6 +510,9 @@ def build_config(backend, options, tuning=True):
     # One device records no `devices`, keeping the identity of earlier runs.
     if config.get("devices") == 1:
         config.pop("devices")
+    # Likewise a one-directional InfoNCE run records no `symmetric`.
+    if not config.get("symmetric"):
+        config.pop("symmetric", None)
     # Likewise a run without cached batches records no `mini_batch_size`.
     if config.get("mini_batch_size") is None:
         config.pop("mini_batch_size", None)

@@ -87,6 +87,15 @@ def test_off_mixed_precision_keeps_the_configuration_of_earlier_runs(tmp_path):
         "mixed_precision"] == "mixed_bfloat16"
 
 
+def test_a_run_without_symmetric_keeps_the_configuration_of_earlier_runs(tmp_path):
+    from recipes.commands.train import build_config
+
+    options = dict(_config_of(), output=str(tmp_path / "run"))
+    options.pop("backend"), options.pop("tuning")
+    assert "symmetric" not in build_config("jax", {**options, "symmetric": False})
+    assert build_config("jax", {**options, "symmetric": True})["symmetric"] is True
+
+
 @pytest.mark.parametrize("param", BOOLEAN_OPTIONS + ["tuning"],
                          ids=lambda p: getattr(p, "name", p))
 @pytest.mark.parametrize("value", [True, False])
