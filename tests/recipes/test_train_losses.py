@@ -11,6 +11,7 @@ import shlex
 import numpy as np
 import pytest
 
+from tests.losses.test_infonce_loss import reference_infonce
 from tests.recipes.conftest import demo_rows
 from tests.recipes.test_cli import assert_one_line_error
 
@@ -99,24 +100,6 @@ def test_margin_form_logistic_first_step_matches_numpy_and_is_replayed(
     assert words[words.index("--margin-form") + 1] == "logistic"
 
 
-def _infonce_reference(anchors, positives, negatives, temperature, symmetric):
-    """InfoNCE in NumPy: each anchor picks its positive among all positives and negatives."""
-    def unit(x):
-        return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-    anchors, positives, negatives = unit(anchors), unit(positives), unit(negatives)
-    rows = np.arange(len(anchors))
-
-    def cross_entropy(logits):
-        return np.logaddexp.reduce(logits, axis=1) - logits[rows, rows]
-
-    forward = cross_entropy(anchors @ np.concatenate([positives, negatives]).T / temperature)
-    if not symmetric:
-        return float(np.mean(forward))
-    backward = cross_entropy(positives @ anchors.T / temperature)
-    return float(np.mean((forward + backward) / 2))
-
-
 def test_symmetric_infonce_first_step_matches_numpy_and_is_replayed(
         cli, no_dropout_checkpoint, tmp_path):
     rows = demo_rows("train")[:32]
@@ -137,9 +120,10 @@ def test_symmetric_infonce_first_step_matches_numpy_and_is_replayed(
     from recipes.model_loading import load_encoder
 
     encoder = load_encoder(str(no_dropout_checkpoint), None, 16)
-    embeddings = [encoder.encode(c) for c in columns]
-    expected = _infonce_reference(*embeddings, temperature=0.1, symmetric=True)
-    forward_only = _infonce_reference(*embeddings, temperature=0.1, symmetric=False)
+    tuples = np.stack([encoder.encode(c) for c in columns], axis=1).astype("float64")
+    groups = np.arange(len(tuples))
+    expected = reference_infonce(groups, tuples, 0.1, symmetric=True, mask=False).mean()
+    forward_only = reference_infonce(groups, tuples, 0.1, symmetric=False, mask=False).mean()
     logged = json.loads((output / "metrics.json").read_text())[0]["loss"]
     assert logged == pytest.approx(expected, rel=1e-4)
     assert abs(expected - forward_only) > 1e-2 * expected
