@@ -13,7 +13,8 @@ Trainer's default) with no weight decay on biases and LayerNorm, linear
 warm-up then decay. The loop is written out as in bench/peer_sts.py (the
 Trainer needs the `datasets` package). Test metrics come from keras-cosent's
 own retrieval code (exact search, trec_eval-equal metrics) on the peer's
-embeddings, so both stacks are scored by the same code. Prints one JSON line.
+embeddings, so both stacks are scored by the same code, on `--test` and on each
+`--transfer` set. Prints one JSON line.
 
     python bench/peer_retrieval.py --train-folder <shared>/retrieval/stsb-en-train \\
         --negatives 1 --test <shared>/retrieval/stsb-en-test --epochs 1 --batch-size 32
@@ -100,6 +101,9 @@ def main():
     p.add_argument("--negatives", type=int, required=True, help="negatives per row trained")
     p.add_argument("--test", required=True, help="BEIR folder scored at the end")
     p.add_argument("--test-split", default="test")
+    p.add_argument("--transfer", nargs=3, action="append", default=[],
+                   metavar=("NAME", "FOLDER", "SPLIT"),
+                   help="a held-out BEIR set also scored at the end (repeatable)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=2e-5)
@@ -160,6 +164,8 @@ def main():
     out["steps"] = total
     model.eval()
     out["test"] = test_metrics(model, args.test, args.test_split)
+    out["transfer"] = {name: test_metrics(model, folder, split)
+                       for name, folder, split in args.transfer}
     print(json.dumps(out), flush=True)
 
 

@@ -23,6 +23,13 @@ among the batch's queries). `--dev slice:N` holds N train queries out as the
 dev split (for sets such as OCNLI whose only other split is the one reported),
 so that training never sees them.
 
+`--transfer` also scores every model (zero-shot, keras, peer) on held-out sets
+that no run trains or selects on: folders under `<shared>/retrieval` (their
+split is the name's last part: `stsb-en-test`, `ocnli-zh-dev`) or a set built
+here from labelled pairs by the rule that made those folders (`sts-b-zh-test`:
+Chinese STS-B test, score >= 4 relevant; built under the runs folder, never in
+the repository). The summary gives their figures as rows `<train> -> <set>`.
+
     python -m bench retrieval --epochs 1 --batch-size 32 --seeds 1,2,3 \
         --out bench/results/retrieval.jsonl
     python -m bench retrieval --train ocnli-zh-train --dev slice:300 --test ocnli-zh-dev \
@@ -101,6 +108,69 @@ def carve_dev(train_folder, split, size, root, distractors=2500):
                     f.writelines(f"{qid}\t{did}\t{score}\n" for did, score in qrels[qid])
         folders[name] = folder
     return folders
+
+
+# Held-out sets built from labelled pairs: name -> (file under <shared>, reader, split).
+BUILT = {"sts-b-zh-test": ("sts-b-zh/STS-B.test.data", "read_pair_tsv", "test")}
+
+
+def pairs_to_beir(dataset, folder, split, threshold=4.0):
+    """Writes a scored `PairDataset` as a BEIR folder, by the rule of
+    `<shared>/retrieval/README.md`: queries are the distinct first sentences of
+    pairs scoring `threshold` or more, in order of first appearance; the corpus
+    is every distinct second sentence of the split, in order; a query's
+    relevant documents (score 1) are its positive pairs' second sentences.
+    Returns `folder`."""
+    docs, queries, qrels = {}, {}, {}
+    for (first, second), score in zip(dataset.pairs, dataset.labels):
+        docs.setdefault(second, f"d{len(docs)}")
+        if score >= threshold:
+            qid = queries.setdefault(first, f"q{len(queries)}")
+            qrels.setdefault(qid, {})[docs[second]] = 1
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"_id": i, "title": "", "text": t}, ensure_ascii=False) + "\n"
+                     for t, i in docs.items())
+    with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"_id": i, "text": t}, ensure_ascii=False) + "\n"
+                     for t, i in queries.items())
+    with open(folder / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        f.writelines(f"{q}\t{d}\t{s}\n" for q, judged in qrels.items() for d, s in judged.items())
+    return folder
+
+
+def transfer_sets(names, runs_dir):
+    """name -> (folder, split) for `--transfer`: shared retrieval folders as they
+    are, the `BUILT` sets written under `runs_dir`."""
+    from keras_cosent import data
+
+    root = shared_data_dir()
+    sets = {}
+    for name in names:
+        if name in BUILT:
+            path, reader, split = BUILT[name]
+            pairs = getattr(data, reader)(root / path)
+            sets[name] = (pairs_to_beir(pairs, runs_dir / name, split), split)
+        elif (root / "retrieval" / name).is_dir():
+            sets[name] = (root / "retrieval" / name, name.rsplit("-", 1)[-1])
+        else:
+            raise SystemExit(f"--transfer: unknown set {name!r}: not a folder under "
+                             f"{root / 'retrieval'} and not one of {sorted(BUILT)}")
+    return sets
+
+
+def with_transfer(lines):
+    """Each line's `transfer` sets as lines of their own, trained on `<train> -> <set>`,
+    so that the summary and the paired tables treat them as further test sets."""
+    out = []
+    for line in lines:
+        for name, result in line.get("transfer", {}).items():
+            config = dict(line["config"], train=f"{line['config']['train']} -> {name}")
+            out.append({**{k: v for k, v in line.items() if k != "transfer"}, "config": config,
+                        "figures": result["figures"],
+                        "per_query_ndcg@10": result["per_query_ndcg@10"]})
+    return out
 
 
 VARIANTS = {"mined": [], "in-batch": ["--mine-negatives", 0],
@@ -205,7 +275,9 @@ def paired(lines, against="peer", resamples=10000, seed=0):
 
 
 def summary(lines):
-    """The summary table, then the paired tables that the lines allow."""
+    """The summary table, then the paired tables that the lines allow; the
+    `--transfer` sets count as further test sets."""
+    lines = list(lines) + with_transfer(lines)
     parts = [summarize(lines), paired(lines), paired(lines, against="mined")]
     return "\n\n".join(part for part in parts if part)
 
@@ -232,6 +304,9 @@ def main():
     p.add_argument("--peer-mining", choices=("own", "ours"), default="own",
                    help="own: sentence-transformers' mine_hard_negatives; ours: the keras "
                    "run's mined.jsonl")
+    p.add_argument("--transfer", default="",
+                   help="comma-separated held-out sets, also scored: folders under "
+                   f"<shared>/retrieval or {', '.join(BUILT)}")
     p.add_argument("--runs-dir", default=None, help="train outputs (default: a temporary folder)")
     p.add_argument("--out", help="JSON lines to append to")
     p.add_argument("--summarize", metavar="FILE", help="print the table of FILE and stop")
@@ -258,6 +333,7 @@ def main():
     else:
         folders["dev"] = root / args.dev
         train_split = args.train_split
+    transfer = transfer_sets([n for n in args.transfer.split(",") if n], runs_dir)
     seeds = [int(seed) for seed in args.seeds.split(",")]
     variants = args.variants.split(",")
     unknown = set(variants) - set(VARIANTS)
@@ -267,6 +343,8 @@ def main():
               "batch_size": args.batch_size, "lr": args.lr, "warmup": args.warmup,
               "max_length": 64, "recipe": "retrieval-infonce", "model": "all-MiniLM-L6-v2",
               "peer_mining": args.peer_mining}
+    if transfer:
+        config["transfer"] = sorted(transfer)
     common = {"schema": harness.SCHEMA, "suite": "retrieval", "round": 1, "toggles": {},
               "pieces": {}, "config": config, "machine": harness.machine(),
               "versions": harness.versions(), "git": harness.git_state()}
@@ -283,13 +361,25 @@ def main():
         print(json.dumps({k: line.get(k) for k in ("stack", "variant", "seed", "figures")}),
               file=sys.stderr, flush=True)
 
+    def scored(result):
+        return {"figures": {k: result[k] for k in FIGURES},
+                "per_query_ndcg@10": {q: v["ndcg@10"] for q, v in result["per_query"].items()}}
+
+    def transferred(model, prefix, log):
+        """The `--transfer` sets' figures of `model` (a line's `transfer` entry)."""
+        return {name: scored(evaluate(model, folder, split, args.backend,
+                                      runs_dir / f"{prefix}-{name}.json", log))
+                for name, (folder, split) in transfer.items()}
+
     runs = args.runs.split(",")
     tag = f"{args.train}-{args.backend}-e{args.epochs}-b{args.batch_size}"
     with open(runs_dir / "retrieval.log", "a", encoding="utf-8") as log:
         if "zero-shot" in runs:
             result = evaluate("all-MiniLM-L6-v2", folders["test"], args.test_split, args.backend,
                               runs_dir / "zero-shot.json", log)
-            record("zero-shot", {k: result[k] for k in FIGURES})
+            record("zero-shot", {k: result[k] for k in FIGURES},
+                   **({"transfer": transferred("all-MiniLM-L6-v2", "zero-shot", log)}
+                      if transfer else {}))
         for seed in seeds:
             for variant in variants if "keras" in runs else ():
                 output = runs_dir / f"{tag}-{variant}-s{seed}"
@@ -314,8 +404,9 @@ def main():
                                                      "dev_retrieval_before_training"]["ndcg@10"],
                                                  "dev_ndcg@10": results["kept_epoch"]["value"]},
                        variant=variant, seed=seed, command=run_config["command"],
-                       **{"per_query_ndcg@10": {q: v["ndcg@10"]
-                                                for q, v in result["per_query"].items()}})
+                       **{"per_query_ndcg@10": scored(result)["per_query_ndcg@10"]},
+                       **({"transfer": transferred(output, f"keras-{variant}-s{seed}", log)}
+                          if transfer else {}))
             if "peer" in runs:
                 cmd = [sys.executable, REPO_ROOT / "bench" / "peer_retrieval.py",
                        "--negatives", 1, "--test", folders["test"], "--test-split",
@@ -328,13 +419,19 @@ def main():
                     if not mined.is_file():
                         p.error("--peer-mining ours needs the keras 'mined' variant's rows")
                     cmd += ["--mined", mined]
+                for name, (folder, split) in transfer.items():
+                    cmd += ["--transfer", name, folder, split]
                 stdout, seconds = run(cmd, log)
                 result = json.loads(stdout.strip().splitlines()[-1])
                 per_query = result["test"].pop("per_query_ndcg@10")
                 record("peer", {**result["test"], "wall_seconds": round(seconds, 1),
                                 "train_seconds": result["train_seconds"]},
                        variant="mined", seed=seed, rows=result["rows"],
-                       command=" ".join(map(str, cmd)), **{"per_query_ndcg@10": per_query})
+                       command=" ".join(map(str, cmd)), **{"per_query_ndcg@10": per_query},
+                       **({"transfer": {
+                           name: {"figures": {k: v for k, v in got.items() if k in FIGURES},
+                                  "per_query_ndcg@10": got["per_query_ndcg@10"]}
+                           for name, got in result["transfer"].items()}} if transfer else {}))
     print(summary(lines))
 
 

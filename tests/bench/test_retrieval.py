@@ -81,3 +81,61 @@ def test_paired_against_the_recipe_compares_variants_seed_by_seed():
     assert retrieval.paired(lines) == ""
     assert "variant - mined" in retrieval.summary(lines) and "keras - peer" not in \
         retrieval.summary(lines)
+
+
+@pytest.mark.parametrize("name,source", [("stsb-en-dev", "sts-dev.csv"),
+                                         ("stsb-en-test", "sts-test.csv")])
+def test_pairs_to_beir_rebuilds_the_shared_retrieval_folders(shared_data, tmp_path, name,
+                                                              source):
+    """The builder of `--transfer` sets follows the rule that made the shared folders:
+    from STS-B's own file it gives their ids, texts and judgements. (The shared
+    builder kept trailing spaces that the project's reader strips; ids still match.)"""
+    from keras_cosent.data import read_beir
+    from keras_cosent.data import read_sts_benchmark
+
+    split = name.rsplit("-", 1)[-1]
+    built = read_beir(retrieval.pairs_to_beir(
+        read_sts_benchmark(shared_data / "stsbenchmark" / source), tmp_path / name, split),
+        split)
+    shared = read_beir(shared_data / "retrieval" / name, split)
+    assert built.qrels == shared.qrels
+    assert {k: v.strip() for k, v in built.corpus.items()} == \
+        {k: v.strip() for k, v in shared.corpus.items()}
+    assert {k: v.strip() for k, v in built.queries.items()} == \
+        {k: v.strip() for k, v in shared.queries.items()}
+
+
+def test_pairs_to_beir_judges_pairs_at_the_threshold(tmp_path):
+    from keras_cosent.data import PairDataset
+    from keras_cosent.data import read_beir
+
+    pairs = PairDataset([["a", "a", "b", "c", "a"], ["x", "y", "x", "z", "x"]],
+                        np.array([4.0, 3.9, 5.0, 0.0, 4.5]), "demo")
+    data = read_beir(retrieval.pairs_to_beir(pairs, tmp_path / "set", "test"), "test")
+    assert data.corpus == {"d0": "x", "d1": "y", "d2": "z"}
+    assert data.queries == {"q0": "a", "q1": "b"}  # "c" has no pair scoring 4 or more
+    assert data.qrels == {"q0": {"d0": 1}, "q1": {"d0": 1}}
+
+
+def test_transfer_sets_are_further_test_sets_in_the_summary():
+    rng = np.random.default_rng(2)
+    keras = {s: rng.uniform(0, 100, 80) for s in (1, 2)}
+    peer = {s: rng.uniform(0, 100, 80) for s in (1, 2)}
+    lines = []
+    for stack, values in (("keras-torch", keras), ("peer", peer)):
+        for s in values:
+            line = _line(stack, s, rng.uniform(0, 100, 30))
+            line["transfer"] = {"sts-b-zh-test": {
+                "figures": _line(stack, s, values[s])["figures"],
+                "per_query_ndcg@10": _line(stack, s, values[s])["per_query_ndcg@10"]}}
+            lines.append(line)
+    rows = [r for r in retrieval.summary(lines).splitlines()
+            if r.startswith("| stsb-en-train -> sts-b-zh-test |")]
+    # One summary row per stack, one paired row: the transfer set's own figures.
+    assert len(rows) == 3, retrieval.summary(lines)
+    keras_row = [c.strip() for c in rows[0].strip("|").split("|")]
+    values = [float(np.mean(keras[s])) for s in (1, 2)]
+    assert keras_row[4] == f"{np.mean(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+    paired_row = [c.strip() for c in rows[2].strip("|").split("|")]
+    diff = np.mean([keras[s] - peer[s] for s in (1, 2)], axis=0)
+    assert paired_row[5].startswith(f"{diff.mean():+.2f} (")
