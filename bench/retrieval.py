@@ -119,12 +119,13 @@ def pairs_to_beir(dataset, folder, split, threshold=4.0):
     `<shared>/retrieval/README.md`: queries are the distinct first sentences of
     pairs scoring `threshold` or more, in order of first appearance; the corpus
     is every distinct second sentence of the split, in order; a query's
-    relevant documents (score 1) are its positive pairs' second sentences.
-    Returns `folder`."""
+    relevant documents (score 1) are its positive pairs' second sentences. A
+    pair whose two sentences are the same text judges nothing (its document
+    stays in the corpus): such a query would find itself. Returns `folder`."""
     docs, queries, qrels = {}, {}, {}
     for (first, second), score in zip(dataset.pairs, dataset.labels):
         docs.setdefault(second, f"d{len(docs)}")
-        if score >= threshold:
+        if score >= threshold and first != second:
             qid = queries.setdefault(first, f"q{len(queries)}")
             qrels.setdefault(qid, {})[docs[second]] = 1
     (folder / "qrels").mkdir(parents=True, exist_ok=True)

@@ -83,13 +83,15 @@ def test_paired_against_the_recipe_compares_variants_seed_by_seed():
         retrieval.summary(lines)
 
 
-@pytest.mark.parametrize("name,source", [("stsb-en-dev", "sts-dev.csv"),
+@pytest.mark.parametrize("name,source", [("stsb-en-train", "sts-train.csv"),
+                                         ("stsb-en-dev", "sts-dev.csv"),
                                          ("stsb-en-test", "sts-test.csv")])
 def test_pairs_to_beir_rebuilds_the_shared_retrieval_folders(shared_data, tmp_path, name,
                                                               source):
     """The builder of `--transfer` sets follows the rule that made the shared folders:
-    from STS-B's own file it gives their ids, texts and judgements. (The shared
-    builder kept trailing spaces that the project's reader strips; ids still match.)"""
+    from STS-B's own file it gives their ids, texts and judgements, train's pair of
+    two identical sentences left unjudged. (The shared builder kept trailing spaces
+    that the project's reader strips; ids still match.)"""
     from keras_cosent.data import read_beir
     from keras_cosent.data import read_sts_benchmark
 
@@ -109,11 +111,13 @@ def test_pairs_to_beir_judges_pairs_at_the_threshold(tmp_path):
     from keras_cosent.data import PairDataset
     from keras_cosent.data import read_beir
 
-    pairs = PairDataset([["a", "a", "b", "c", "a"], ["x", "y", "x", "z", "x"]],
-                        np.array([4.0, 3.9, 5.0, 0.0, 4.5]), "demo")
+    pairs = PairDataset([["a", "a", "b", "c", "a", "w", "b"],
+                         ["x", "y", "x", "z", "x", "w", "b"]],
+                        np.array([4.0, 3.9, 5.0, 0.0, 4.5, 5.0, 5.0]), "demo")
     data = read_beir(retrieval.pairs_to_beir(pairs, tmp_path / "set", "test"), "test")
-    assert data.corpus == {"d0": "x", "d1": "y", "d2": "z"}
-    assert data.queries == {"q0": "a", "q1": "b"}  # "c" has no pair scoring 4 or more
+    assert data.corpus == {"d0": "x", "d1": "y", "d2": "z", "d3": "w", "d4": "b"}
+    # "c" has no pair scoring 4 or more; "w" and "b" = "b" would find themselves.
+    assert data.queries == {"q0": "a", "q1": "b"}
     assert data.qrels == {"q0": {"d0": 1}, "q1": {"d0": 1}}
 
 
