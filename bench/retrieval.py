@@ -110,8 +110,9 @@ def carve_dev(train_folder, split, size, root, distractors=2500):
     return folders
 
 
-# Held-out sets built from labelled pairs: name -> (file under <shared>, reader, split).
-BUILT = {"sts-b-zh-test": ("sts-b-zh/STS-B.test.data", "read_pair_tsv", "test")}
+# Held-out sets built from labelled pairs: name -> (file under <shared>, its
+# `keras_cosent.data.read_dataset` format, split).
+BUILT = {"sts-b-zh-test": ("sts-b-zh/STS-B.test.data", "pair-tsv", "test")}
 
 
 def pairs_to_beir(dataset, folder, split, threshold=4.0):
@@ -144,14 +145,14 @@ def pairs_to_beir(dataset, folder, split, threshold=4.0):
 def transfer_sets(names, runs_dir):
     """name -> (folder, split) for `--transfer`: shared retrieval folders as they
     are, the `BUILT` sets written under `runs_dir`."""
-    from keras_cosent import data
+    from keras_cosent.data import read_dataset
 
     root = shared_data_dir()
     sets = {}
     for name in names:
         if name in BUILT:
-            path, reader, split = BUILT[name]
-            pairs = getattr(data, reader)(root / path)
+            path, format, split = BUILT[name]
+            pairs = read_dataset(root / path, format)
             sets[name] = (pairs_to_beir(pairs, runs_dir / name, split), split)
         elif (root / "retrieval" / name).is_dir():
             sets[name] = (root / "retrieval" / name, name.rsplit("-", 1)[-1])
