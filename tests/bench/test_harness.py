@@ -37,8 +37,9 @@ def test_report_ratios_per_round(tmp_path, capsys):
     assert "1.20" in capsys.readouterr().out
 
 
-# A child process that loads MiniLM and trains 8 pairs costs 30-60 s; the smoke run
-# happens once per suite run, in the PyTorch process (its stack is the child's own).
+# A child process that loads MiniLM and trains 8 pairs costs 30-60 s: on demand
+# (`-m slow`), once, in the PyTorch process (its stack is the child's own).
+@pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "torch",
                     reason="the harness smoke run happens once, in the torch test process")
 def test_smoke_run_writes_the_schema(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 
 from keras_cosent.export import export_saved_model
 from keras_cosent.export import saved_model_export
+from tests.backends import once_in
 
 
 @pytest.fixture
@@ -105,6 +106,7 @@ def test_encoder_path_resolution(tmp_path):
         resolve(run / "missing")
 
 
+@once_in("tensorflow", "the worker is a KERAS_BACKEND=tensorflow child process")
 def test_worker_errors_are_passed_through(tmp_path):
     # A real worker process that fails (on its arguments, to stay fast: no
     # TensorFlow import); its exit code and stderr must reach the caller.
@@ -136,6 +138,7 @@ def test_worker_command_carries_every_option(tmp_path, monkeypatch):
     assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == os.path.dirname(root)
 
 
+@once_in("tensorflow", "a KERAS_BACKEND=jax child process")
 def test_importing_export_does_not_need_tensorflow():
     # TensorFlow blocked outright: the package and this module must still import.
     code = (

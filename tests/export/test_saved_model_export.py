@@ -21,6 +21,7 @@ import pytest
 import keras_cosent
 import keras_cosent.export
 from keras_cosent.data.padding import pad_batch
+from tests.backends import once_in
 from tests.export.conftest import SENTENCES
 from tests.export.conftest import VOCAB
 from tests.export.conftest import build_encoder
@@ -232,6 +233,7 @@ def test_rest_requests_give_the_documented_responses(served):
     assert json.loads(json.dumps(columnar)) == columnar
 
 
+@once_in("tensorflow", "reading the SavedModel, which TensorFlow writes on every backend")
 def test_saved_model_cli_lists_the_signatures(served):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     command = [cli] if os.path.exists(cli) else [
@@ -254,6 +256,7 @@ def test_saved_model_cli_lists_the_signatures(served):
     assert text.count("Method name is: tensorflow/serving/predict") == 3
 
 
+@once_in("tensorflow", "reading the SavedModel, which TensorFlow writes on every backend")
 def test_op_audit(served):
     report = keras_cosent.export.audit_saved_model(served["v1"])
     signatures = report["signatures"]

@@ -14,6 +14,7 @@ import pytest
 from keras_cosent.models import SentenceEncoder
 from keras_cosent.models import hf_bert_tokenizer
 from keras_cosent.models.hf_bert_tokenizer import HFBertTokenizer
+from tests.backends import once_in
 
 # Each line exercises one way keras-hub's NFKC case folding and Hugging Face differ,
 # plus ordinary text that must stay the same.
@@ -77,6 +78,7 @@ def test_keras_hub_alone_differs_on_the_same_strings(minilm_path, hf_tokenizer):
     assert len(differ) >= 6, differ
 
 
+@once_in("tensorflow", "the tokenizer runs on TensorFlow on every backend")
 def test_graph_path_matches_python_path(encoder):
     # The SavedModel export tokenises inside a tf.function (TensorFlow Text ops).
     import tensorflow as tf

@@ -205,6 +205,8 @@ def test_an_interrupted_fit_resumes_with_its_queue_and_momentum_weights(tmp_path
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=0, err_msg=name)
 
 
+# The example compiles a training step (about 30 s on JAX); its behaviour is tested above.
+@pytest.mark.heavy
 def test_docstring_example_runs():
     import doctest
 

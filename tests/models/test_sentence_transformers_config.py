@@ -7,6 +7,7 @@ import pytest
 
 from keras_cosent.models.sentence_transformers_config import pooling_from_config
 from keras_cosent.models.sentence_transformers_config import read_sentence_transformers_config
+from tests.backends import once_in
 
 ST_FILES = ("modules.json", "sentence_bert_config.json", "1_Pooling/config.json")
 
@@ -77,6 +78,8 @@ def test_unsupported_pooling_refused(config, message):
         pooling_from_config(config, "x/config.json")
 
 
+# Reads the folder's settings, the same on every backend; it loads MiniLM three times.
+@once_in("torch", "reading a checkpoint folder's settings")
 def test_from_checkpoint_reads_folder_and_explicit_option_wins(minilm_path, tmp_path):
     from keras_cosent.models import SentenceEncoder
 

@@ -131,6 +131,9 @@ def test_attention_stays_inside_each_sentence(monkeypatch):
     assert np.abs(mixed - expected).max() > 1e-4
 
 
+# Two encodes per path and a save and reload: 35 s on TensorFlow; the packed and padded
+# paths are compared on every backend by the tests above.
+@pytest.mark.heavy
 def test_packed_model_is_shared_and_not_saved(tmp_path):
     encoder = make_tiny_encoder()
     n_weights = len(encoder.weights)

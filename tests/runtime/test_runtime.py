@@ -17,6 +17,7 @@ import pytest
 
 from keras_cosent import compat
 from keras_cosent import runtime
+from tests import backends
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ON_TF = keras.backend.backend() == "tensorflow"
@@ -26,15 +27,10 @@ RATE = 0.1
 
 
 def once_in(backend):
-    """For a check made in a child process that names its own backend, so that
-    its result does not depend on the backend of this test process: it runs once
-    per suite run, in the `backend` test process, instead of three times over.
-    The checks of JAX's piece run in the TensorFlow process, since JAX's own
-    process is the longest of the suite."""
-    return pytest.mark.skipif(
-        keras.backend.backend() != backend,
-        reason=f"a child-process check independent of this process's backend: "
-               f"runs once, in the {backend} test process")
+    """For a check made in a child process that names its own backend. The checks
+    of JAX's piece run in the TensorFlow process, since JAX's own process is the
+    longest of the suite."""
+    return backends.once_in(backend, "a child-process check that names its own backend")
 
 
 @pytest.fixture(autouse=True)
