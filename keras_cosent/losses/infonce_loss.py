@@ -11,6 +11,7 @@ from keras_cosent.losses._validation import check_bool
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
 from keras_cosent.utils.similarity import l2_normalize
+from keras_cosent.utils.similarity import similarity_matrix
 
 
 def _check_tuples(y_pred):
@@ -53,7 +54,7 @@ def infonce_loss(
     # All positives first, then each hard-negative column: candidate c belongs
     # to row c % batch, and candidate i is row i's own positive.
     candidates = ops.reshape(ops.transpose(embeddings[:, 1:, :], (1, 0, 2)), (-1, dim))
-    logits = ops.matmul(anchors, ops.transpose(candidates)) / temperature
+    logits = similarity_matrix(anchors, candidates) / temperature
     rows = ops.arange(batch)
     candidate_ids = ops.arange(ops.shape(candidates)[0])
     own = rows[:, None] == candidate_ids[None, :]
@@ -75,7 +76,7 @@ def infonce_loss(
         # never masked by group (the queue keeps no labels); empty slots out.
         queue = l2_normalize(ops.cast(ops.convert_to_tensor(queue), "float32"))
         logits = ops.concatenate(
-            [logits, ops.matmul(anchors, ops.transpose(queue)) / temperature], axis=1
+            [logits, similarity_matrix(anchors, queue) / temperature], axis=1
         )
         size = ops.shape(queue)[0]
         own = ops.concatenate([own, ops.zeros((batch, size), dtype="bool")], axis=1)
@@ -87,7 +88,7 @@ def infonce_loss(
         excluded = ops.concatenate([excluded, empty], axis=1)
     loss = _cross_entropy_rows(logits, own, excluded)
     if symmetric:
-        backward_logits = ops.matmul(positives, ops.transpose(anchors)) / temperature
+        backward_logits = similarity_matrix(positives, anchors) / temperature
         backward = _cross_entropy_rows(backward_logits, own_square, same_group)
         loss = (loss + backward) / 2.0
     return loss

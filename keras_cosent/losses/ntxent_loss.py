@@ -9,6 +9,7 @@ from keras import ops
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.utils.similarity import l2_normalize
+from keras_cosent.utils.similarity import similarity_matrix
 
 
 def ntxent_loss(y_true, y_pred, temperature=0.05):
@@ -28,7 +29,7 @@ def ntxent_loss(y_true, y_pred, temperature=0.05):
     z = l2_normalize(y_pred)
     # Views 0..N-1 are column 0, N..2N-1 column 1; view i's partner is i +- N.
     views = ops.concatenate([z[:, 0, :], z[:, 1, :]], axis=0)
-    logits = ops.matmul(views, ops.transpose(views)) / temperature
+    logits = similarity_matrix(views, views) / temperature
     ids = ops.arange(2 * batch)
     self_mask = ids[:, None] == ids[None, :]
     partner = ops.concatenate([ids[batch:], ids[:batch]], axis=0)

@@ -9,6 +9,7 @@ from keras import ops
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.utils.similarity import l2_normalize
+from keras_cosent.utils.similarity import similarity_matrix
 
 
 def supcon_loss(y_true, y_pred, temperature=0.1):
@@ -30,7 +31,7 @@ def supcon_loss(y_true, y_pred, temperature=0.1):
         y_pred = ops.reshape(y_pred, (-1, ops.shape(y_pred)[-1]))
     z = l2_normalize(y_pred)
     n = ops.shape(z)[0]
-    logits = ops.matmul(z, ops.transpose(z)) / temperature
+    logits = similarity_matrix(z, z) / temperature
     ids = ops.arange(n)
     not_self = ids[:, None] != ids[None, :]
     positive = ops.logical_and(labels[:, None] == labels[None, :], not_self)

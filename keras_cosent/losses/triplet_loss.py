@@ -9,6 +9,7 @@ from keras import ops
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.utils.similarity import l2_normalize
+from keras_cosent.utils.similarity import similarity_matrix
 
 DISTANCES = ("cosine", "euclidean")
 MININGS = (None, "batch_hard")
@@ -29,7 +30,7 @@ def _pair_distance(a, b, distance):
 def _distance_matrix(x, distance):
     if distance == "cosine":
         z = l2_normalize(x)
-        return 1.0 - ops.matmul(z, ops.transpose(z))
+        return 1.0 - similarity_matrix(z, z)
     diff = x[:, None, :] - x[None, :, :]
     return _safe_sqrt(ops.sum(ops.square(diff), axis=-1))
 

@@ -1,4 +1,6 @@
-"""`l2_normalize` and `pair_cosine` against NumPy, including the all-zero vector."""
+"""`l2_normalize`, `pair_cosine` and `similarity_matrix` against NumPy, including the all-zero vector."""
+
+import re
 
 import keras
 import numpy as np
@@ -6,8 +8,13 @@ import pytest
 
 from keras_cosent.losses import CoSENTLoss
 from keras_cosent.losses import InfoNCELoss
+from keras_cosent.losses.infonce_loss import infonce_loss
+from keras_cosent.losses.ntxent_loss import ntxent_loss
+from keras_cosent.losses.supcon_loss import supcon_loss
+from keras_cosent.losses.triplet_loss import triplet_loss
 from keras_cosent.utils import l2_normalize
 from keras_cosent.utils import pair_cosine
+from keras_cosent.utils import similarity_matrix
 from tests.losses.helpers import assert_finite_value_and_grad
 
 
@@ -26,6 +33,48 @@ def test_pair_cosine_matches_numpy_for_both_input_forms():
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     passthrough = keras.ops.convert_to_numpy(pair_cosine(expected.astype("float32")))
     np.testing.assert_allclose(passthrough, expected, rtol=1e-6)
+
+
+def test_similarity_matrix_matches_numpy():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((5, 7)).astype("float32")
+    b = rng.standard_normal((3, 7)).astype("float32")
+    got = keras.ops.convert_to_numpy(similarity_matrix(a, b))
+    np.testing.assert_allclose(got, a.astype("float64") @ b.T.astype("float64"),
+                               rtol=1e-5, atol=1e-5)
+
+
+# Every matrix product of these losses, value and gradient, is a score product.
+SCORE_LOSSES = {
+    "infonce-symmetric-hard-negatives": (
+        lambda y, p: infonce_loss(y, p, symmetric=True, mask_false_negatives=True), (6, 3, 8)),
+    "infonce-queue": (lambda y, p: infonce_loss(y, p, queue=np.ones((4, 8), "float32")),
+                      (6, 2, 8)),
+    "ntxent": (ntxent_loss, (6, 2, 8)),
+    "supcon": (supcon_loss, (6, 2, 8)),
+    "triplet-batch-hard": (lambda y, p: triplet_loss(y, p, mining="batch_hard"), (6, 8)),
+}
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax",
+    reason="JAX's matmul precision setting; PyTorch multiplies float32 in float32 unless "
+           "told otherwise and TensorFlow has no per-product setting (similarity_matrix)")
+@pytest.mark.parametrize("name", list(SCORE_LOSSES))
+def test_compiled_score_products_ask_jax_for_float32_precision(name):
+    # On Ampere and later GPUs a DEFAULT-precision float32 product is TensorFloat-32;
+    # the lowered program says which precision each product asks for, on any device.
+    import jax
+
+    loss, shape = SCORE_LOSSES[name]
+    rng = np.random.default_rng(3)
+    y_pred = rng.standard_normal(shape).astype("float32")
+    y_true = np.array([0, 0, 1, 1, 2, 2], "float32")
+    step = jax.jit(jax.value_and_grad(lambda p: keras.ops.sum(loss(y_true, p))))
+    text = step.lower(y_pred).as_text()
+    precisions = re.findall(r"dot_general.*?precision = \[(\w+), (\w+)\]", text)
+    assert len(precisions) >= 2, text  # the scores and their gradient
+    assert set(precisions) == {("HIGHEST", "HIGHEST")}, precisions
 
 
 def test_pair_cosine_rejects_wrong_rank():
