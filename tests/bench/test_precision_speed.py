@@ -8,5 +8,18 @@ def test_table_gives_each_backends_seconds_and_the_bfloat16_ratio():
              {"backend": "torch", "policy": "mixed_bfloat16", "forward_seconds": 44.0},
              {"backend": "jax", "policy": "float32", "forward_seconds": 1.6}]
     rows = table(lines).splitlines()
-    assert rows[2] == "| torch | 2.000 | 44.000 | 22.0x |"
+    assert len(rows) == 4
+    assert rows[2] == "| torch | 2.000 | 44.000 | 22.00x |"
     assert rows[3] == "| jax | 1.600 | - | - |"
+
+
+def test_table_adds_training_steps_when_they_were_timed():
+    lines = [{"backend": "jax", "policy": "float32", "forward_seconds": 0.5,
+              "train_step_seconds": 0.08},
+             {"backend": "jax", "policy": "mixed_bfloat16", "forward_seconds": 0.25,
+              "train_step_seconds": 0.05}]
+    rows = table(lines).splitlines()
+    assert rows[2] == "| jax | 0.500 | 0.250 | 0.50x |"
+    assert rows[3] == ""
+    assert rows[4].startswith("| backend, training step |")
+    assert rows[6] == "| jax | 0.080 | 0.050 | 0.62x |"
