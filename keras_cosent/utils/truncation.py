@@ -17,10 +17,11 @@ def truncate_embeddings(x, dim):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> import keras_cosent
     >>> x = np.array([[3.0, 4.0, 12.0]], dtype="float32")
-    >>> np.round(np.asarray(keras_cosent.utils.truncate_embeddings(x, 2)), 3)
+    >>> np.round(keras.ops.convert_to_numpy(keras_cosent.utils.truncate_embeddings(x, 2)), 3)
     array([[0.6, 0.8]], dtype=float32)
     """
     if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:

@@ -20,6 +20,7 @@ import pytest
         "keras_cosent.losses.margin_ranking_loss",
         "keras_cosent.losses.supcon_loss",
         "keras_cosent.losses.matryoshka_loss",
+        "keras_cosent.utils.similarity",
         "keras_cosent.utils.truncation",
         "keras_cosent.retrieval.search",
         "keras_cosent.retrieval.metrics",
