@@ -112,20 +112,24 @@ def test_an_unknown_objective_lists_the_known_ones():
         build(tiny_encoder(), pairs(), "cosnet")
 
 
+def _build_under(policy):
+    """What `keras-cosent train --mixed-precision POLICY` does: build under the policy."""
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        return build(tiny_encoder(), pairs(), "cosent", batch_size=4, epochs=1,
+                     learning_rate=1e-3, shuffle=False, packing=False)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
 @pytest.mark.parametrize("policy,scaled", [
     # float16 is for GPUs (XLA on CPU has no float16 product); bfloat16 runs everywhere.
     pytest.param("mixed_float16", True, marks=pytest.mark.heavy),
     ("mixed_bfloat16", False),
 ])
 def test_mixed_precision_scales_float16_losses_only_and_keeps_the_loss_float32(policy, scaled):
-    # What `keras-cosent train --mixed-precision POLICY` does: build under the policy.
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(policy)
-    try:
-        setup = build(tiny_encoder(), pairs(), "cosent", batch_size=4, epochs=1,
-                      learning_rate=1e-3, shuffle=False, packing=False)
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
+    setup = _build_under(policy)
     # float16's 5 exponent bits flush small gradients to 0: Keras' compile
     # wraps the optimizer in a LossScaleOptimizer; bfloat16 has float32's range.
     is_scaled = isinstance(setup.model.optimizer, keras.optimizers.LossScaleOptimizer)
@@ -150,12 +154,6 @@ def test_mixed_precision_scales_float16_losses_only_and_keeps_the_loss_float32(p
 def test_mixed_precision_trains_to_finite_losses(policy):
     if policy == "mixed_float16" and keras.backend.backend() == "jax":
         pytest.skip("XLA on CPU has no float16 dot_general (F16_F16_F32): GPUs only")
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(policy)
-    try:
-        setup = build(tiny_encoder(), pairs(), "cosent", batch_size=4, epochs=1,
-                      learning_rate=1e-3, shuffle=False, packing=False)
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
+    setup = _build_under(policy)
     history = setup.model.fit(setup.batches, epochs=1, verbose=0).history["loss"]
     assert len(history) == 1 and np.all(np.isfinite(history)), history
