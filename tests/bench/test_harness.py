@@ -11,6 +11,7 @@ import keras
 import pytest
 
 from bench import harness
+from tests.backends import once_in
 
 
 def _line(stack, rnd, train, encode):
@@ -40,8 +41,7 @@ def test_report_ratios_per_round(tmp_path, capsys):
 # A child process that loads MiniLM and trains 8 pairs costs 30-60 s: on demand
 # (`-m slow`), once, in the PyTorch process (its stack is the child's own).
 @pytest.mark.slow
-@pytest.mark.skipif(keras.backend.backend() != "torch",
-                    reason="the harness smoke run happens once, in the torch test process")
+@once_in("torch", "the harness smoke run (its stack is the child's own)")
 def test_smoke_run_writes_the_schema(tmp_path):
     out = tmp_path / "smoke.jsonl"
     proc = subprocess.run(
