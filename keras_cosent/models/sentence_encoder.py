@@ -336,7 +336,8 @@ class SentenceEncoder(keras.Model):
             max_length: int, longest token sequence including special tokens;
                 None reads the checkpoint's: `max_seq_length` of a
                 sentence-transformers folder's `sentence_bert_config.json`,
-                else 128. An explicit value wins.
+                else 128 (or the backbone's `max_sequence_length`, if
+                smaller). An explicit value wins.
             dtype: backbone dtype or dtype policy name (e.g. `"bfloat16"`);
                 None keeps the global policy.
             exact_gelu: None reads the checkpoint (`hidden_act="gelu"` in a
@@ -366,12 +367,16 @@ class SentenceEncoder(keras.Model):
         st = st_config.read_sentence_transformers_config(preset) or {}
         if pooling is None:
             pooling = st.get("pooling") or "mean"
+        # No sentence-transformers limit: 128, cut to the backbone's position
+        # table once it is loaded.
+        default_length = max_length is None and not st.get("max_length")
         if max_length is None:
             max_length = st.get("max_length") or 128
             source = f"{preset}/sentence_bert_config.json"
         else:
             source = f"max_length={max_length!r}"
-        st_config.check_max_length(max_length, hf_config, source)
+        if not default_length:
+            st_config.check_max_length(max_length, hf_config, source)
         if st.get("do_lower_case"):
             tokenizer_config = checkpoints.read_hf_json(preset, "tokenizer_config.json") or {}
             if not tokenizer_config.get("do_lower_case"):
@@ -392,6 +397,9 @@ class SentenceEncoder(keras.Model):
             tokenizer = tokenizer_cls.from_preset(
                 readable, **checkpoints.tokenizer_kwargs(preset)
             )
+        if default_length:
+            positions = getattr(backbone, "max_sequence_length", None) or max_length
+            max_length = min(max_length, int(positions))
         return cls(
             backbone,
             tokenizer,

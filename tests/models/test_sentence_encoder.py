@@ -388,6 +388,18 @@ def test_from_checkpoint_tanh_gelu_checkpoint_keeps_approximation(tmp_path):
     assert encoder.exact_gelu is False
 
 
+def test_from_checkpoint_default_length_fits_the_position_table(tmp_path):
+    """No `sentence_bert_config.json`: 128 tokens, cut to a smaller position table
+    (this checkpoint has 32 positions); an explicit length beyond it is refused."""
+    write_tiny_hf_checkpoint(tmp_path / "ckpt")
+    encoder = SentenceEncoder.from_checkpoint(tmp_path / "ckpt")
+    assert encoder.max_length == 32
+    long_text = " ".join(["the cat sat on the mat ."] * 10)
+    assert len(encoder.tokenize([long_text])[0]) == 32
+    with pytest.raises(ValueError, match="max_length 64 exceeds .* 32"):
+        SentenceEncoder.from_checkpoint(tmp_path / "ckpt", max_length=64)
+
+
 @pytest.mark.slow  # bfloat16 compiles slowly on CPU
 def test_from_checkpoint_dtype(tmp_path):
     write_tiny_hf_checkpoint(tmp_path / "ckpt")
