@@ -62,50 +62,39 @@ def evaluate(model, folder, split, backend, out_json, log):
 
 
 def carve_dev(train_folder, split, size, root, distractors=2500):
-    """Splits a BEIR train folder into (train, dev) folders under `root`: `size` queries,
-    drawn with a fixed seed, become dev. Dev keeps its queries' relevant documents and
-    `distractors` other documents of the corpus, drawn with the same seed (a corpus the
-    size of OCNLI's dev split, cheap to score after every epoch); train drops the
-    documents only dev queries judge relevant, so training never sees a dev positive.
-    Lines are copied as they are (ids and texts unchanged)."""
-    import numpy as np
+    """Splits a BEIR train folder into (train, dev) folders under `root` by
+    `keras_cosent.data.hold_out_queries` (seed 0; the split `train
+    --dev-retrieval-holdout` makes): `size` queries become dev, with their
+    judged documents and `distractors` others (a corpus the size of OCNLI's dev
+    split, cheap to score after every epoch); train drops the documents only dev
+    queries judge. Lines are copied as they are (ids and texts unchanged), so
+    that the peer reads the same folders."""
+    from keras_cosent.data import hold_out_queries
+    from keras_cosent.data import read_beir
+
+    parts = hold_out_queries(read_beir(train_folder, split), size, seed=0,
+                             distractors=distractors)
 
     def lines(path):
         with open(path, encoding="utf-8") as f:
             return [line for line in f if line.strip()]
 
-    qrels = {}
-    with open(train_folder / "qrels" / f"{split}.tsv", encoding="utf-8") as f:
-        header = f.readline()
-        for line in f:
-            qid, did, score = line.rstrip("\n").split("\t")
-            qrels.setdefault(qid, []).append((did, score))
-    judged = sorted(qrels)
-    rng = np.random.default_rng(0)
-    dev_ids = set(rng.choice(judged, size=size, replace=False).tolist())
-    train_docs = {did for qid in judged if qid not in dev_ids for did, _ in qrels[qid]}
-    dev_docs = {did for qid in dev_ids for did, _ in qrels[qid]}
-    dev_only = dev_docs - train_docs
-    queries = lines(train_folder / "queries.jsonl")
-    corpus = lines(train_folder / "corpus.jsonl")
-    others = sorted(json.loads(d)["_id"] for d in corpus if json.loads(d)["_id"] not in dev_docs)
-    dev_docs |= set(rng.choice(others, size=min(distractors, len(others)), replace=False).tolist())
+    header, *judgements = lines(train_folder / "qrels" / f"{split}.tsv")
+    by_query = {}
+    for line in judgements:
+        by_query.setdefault(line.split("\t", 1)[0], []).append(line)
     folders = {}
-    for name, keep_query, keep_doc in (
-        ("train", lambda q: q not in dev_ids, lambda d: d not in dev_only),
-        ("dev", lambda q: q in dev_ids, lambda d: d in dev_docs),
-    ):
+    for name, part in zip(("train", "dev"), parts):
         folder = root / f"{train_folder.name}-{name}-slice{size}"
         (folder / "qrels").mkdir(parents=True, exist_ok=True)
-        with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
-            f.writelines(q for q in queries if keep_query(json.loads(q)["_id"]))
-        with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
-            f.writelines(d for d in corpus if keep_doc(json.loads(d)["_id"]))
+        for file, keep in (("queries.jsonl", part.queries), ("corpus.jsonl", part.corpus)):
+            with open(folder / file, "w", encoding="utf-8") as f:
+                f.writelines(line for line in lines(train_folder / file)
+                             if json.loads(line)["_id"] in keep)
         with open(folder / "qrels" / f"{name}.tsv", "w", encoding="utf-8") as f:
+            # Queries in sorted id order, as the figures in BENCHMARKS.md were run.
             f.write(header)
-            for qid in judged:
-                if keep_query(qid):
-                    f.writelines(f"{qid}\t{did}\t{score}\n" for did, score in qrels[qid])
+            f.writelines(line for q in sorted(part.qrels) for line in by_query[q])
         folders[name] = folder
     return folders
 
@@ -390,7 +379,8 @@ def main():
                        "--train-retrieval-split", train_split,
                        "--dev-retrieval", folders["dev"], "--epochs", args.epochs,
                        "--batch-size", args.batch_size, "--lr", args.lr, "--warmup", args.warmup,
-                       "--seed", seed, "--output", output, *VARIANTS[variant]]
+                       "--max-length", 64, "--seed", seed, "--output", output,
+                       *VARIANTS[variant]]
                 if dev_split:
                     cmd += ["--dev-retrieval-split", dev_split]
                 _, seconds = run(cmd, log)

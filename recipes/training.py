@@ -132,8 +132,42 @@ def parse_matryoshka_dims(value, encoder, backbone):
     return dims
 
 
-def mine_training_rows(config, encoder, env, backup_dir, directory):
-    """The (query, positive, negatives...) rows of `--train-retrieval`, mined with `encoder`.
+def read_retrieval_splits(config, env):
+    """`(train, dev)` `RetrievalDataset`s of `--train-retrieval` and `--dev-retrieval`.
+
+    Either may be None. With `--dev-retrieval-holdout N`, dev is `N` queries of
+    the training folder held out by `keras_cosent.data.hold_out_queries` (seed
+    0), and train is the rest.
+    """
+    from keras_cosent.data import hold_out_queries
+
+    train = dev = None
+    if config.get("train_retrieval") is not None:
+        train = data_loading.read_retrieval_folder(
+            config["train_retrieval"], config["train_retrieval_split"], "--train-retrieval",
+            "--train-retrieval-split",
+        )
+    if config.get("dev_retrieval") is not None:
+        dev = data_loading.read_retrieval_folder(
+            config["dev_retrieval"], config["dev_retrieval_split"], "--dev-retrieval"
+        )
+    size = config.get("dev_retrieval_holdout")
+    if size is not None:
+        if size >= len(train.queries):
+            raise CliError(
+                f"--dev-retrieval-holdout {size}: --train-retrieval {config['train_retrieval']} "
+                f"has {len(train.queries)} queries with a relevant document; hold out fewer, "
+                "so that some are left to train on"
+            )
+        train, dev = hold_out_queries(train, size, seed=0)
+        env.note(f"--dev-retrieval-holdout: {size} of {size + len(train.queries)} queries of "
+                 f"--train-retrieval held out as the dev split ({len(dev.corpus)} documents); "
+                 f"training on the other {len(train.queries)}")
+    return train, dev
+
+
+def mine_training_rows(config, encoder, env, backup_dir, directory, data):
+    """The (query, positive, negatives...) rows of `data` (`--train-retrieval`), mined with `encoder`.
 
     Every (query, positive) of the folder's qrels gets `--mine-negatives` hard
     negatives (`keras_cosent.retrieval.mine_hard_negatives`: known positives
@@ -154,10 +188,6 @@ def mine_training_rows(config, encoder, env, backup_dir, directory):
     mined = backup_dir / MINED_FILE
     count = config["mine_negatives"]
     if not mined.is_file():
-        data = data_loading.read_retrieval_folder(
-            config["train_retrieval"], config["train_retrieval_split"], "--train-retrieval",
-            "--train-retrieval-split",
-        )
         if count == 0:
             rows = [[data.queries[q], data.corpus[d]]
                     for q, judged in data.qrels.items() for d, s in judged.items() if s >= 1]
@@ -326,16 +356,13 @@ def train_encoder(config, directory, env, backup_dir):
 
 def _train_encoder(config, directory, env, backup_dir):
     train, train_format, dev, test = read_datasets(config)
-    dev_retrieval = None
-    if config.get("dev_retrieval") is not None:
-        dev_retrieval = data_loading.read_retrieval_folder(
-            config["dev_retrieval"], config["dev_retrieval_split"], "--dev-retrieval"
-        )
+    train_retrieval, dev_retrieval = read_retrieval_splits(config, env)
     keras.utils.set_random_seed(config["seed"])
     with run_policy(config):
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
         if train is None:
-            train = mine_training_rows(config, encoder, env, backup_dir, directory)
+            train = mine_training_rows(config, encoder, env, backup_dir, directory,
+                                       train_retrieval)
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
                                                 config["backbone"])
         if multi_dataset.is_multi(config):

@@ -14,6 +14,7 @@ from keras_cosent.data.readers import read_text_lines
 from keras_cosent.data.pair_batches import PairBatches
 from keras_cosent.data.multi_batches import MultiBatches
 from keras_cosent.data.beir import RetrievalDataset
+from keras_cosent.data.beir import hold_out_queries
 from keras_cosent.data.beir import read_beir
 from keras_cosent.data.beir import read_retrieval_files
 from keras_cosent.data.beir import read_retrieval_triplets
@@ -34,6 +35,7 @@ __all__ = [
     "PairBatches",
     "MultiBatches",
     "RetrievalDataset",
+    "hold_out_queries",
     "read_beir",
     "read_retrieval_files",
     "read_retrieval_triplets",

@@ -167,6 +167,78 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
     return RetrievalDataset(corpus, queries, qrels, source=source, skipped=skipped)
 
 
+def hold_out_queries(dataset, size, seed=0, distractors=2500):
+    """Splits a `RetrievalDataset` into (train, dev) by holding out `size` queries.
+
+    For retrieval sets with no dev split: `size` judged queries, drawn with
+    `seed`, become the dev split. Dev keeps their judged documents and up to
+    `distractors` other documents of the corpus (drawn with the same
+    generator), a corpus small enough to score after every epoch. Train keeps
+    the other queries and drops the documents that only dev queries judge, so
+    training never sees a dev positive, neither as a positive nor as a mined
+    negative. Corpus order is kept on both sides.
+
+    Args:
+        dataset: the `RetrievalDataset` to split.
+        size: int, how many queries to hold out; at least 1, and fewer than the
+            dataset's queries so that some are left to train on.
+        seed: int, seeds the choice of queries and distractors.
+        distractors: int, documents outside the dev queries' judgements added to
+            the dev corpus (all of them if fewer).
+
+    Returns:
+        `(train, dev)`, two `RetrievalDataset`s.
+
+    Example:
+
+    >>> from keras_cosent.data import RetrievalDataset, hold_out_queries
+    >>> ds = RetrievalDataset(
+    ...     corpus={f"d{i}": f"document {i}" for i in range(6)},
+    ...     queries={"q0": "a", "q1": "b", "q2": "c"},
+    ...     qrels={"q0": {"d0": 1}, "q1": {"d1": 1, "d0": 1}, "q2": {"d2": 1}})
+    >>> train, dev = hold_out_queries(ds, 1, seed=0, distractors=2)
+    >>> sorted(dev.queries), sorted(train.queries)
+    (['q2'], ['q0', 'q1'])
+    >>> "d2" in train.corpus, len(dev.corpus)
+    (False, 3)
+    """
+    import numpy as np
+
+    judged = sorted(dataset.qrels)
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size < len(judged):
+        raise ValueError(
+            f"`size` should be an int from 1 to {len(judged) - 1}: {dataset.source or 'the set'} "
+            f"has {len(judged)} queries with a relevant document and some must be left to "
+            f"train on. Received: size={size!r}"
+        )
+    if not isinstance(distractors, int) or isinstance(distractors, bool) or distractors < 0:
+        raise ValueError(
+            f"`distractors` should be a non-negative int. Received: distractors={distractors!r}"
+        )
+    rng = np.random.default_rng(seed)
+    dev_ids = set(rng.choice(judged, size=size, replace=False).tolist())
+    train_docs = {d for q in judged if q not in dev_ids for d in dataset.qrels[q]}
+    dev_docs = {d for q in dev_ids for d in dataset.qrels[q]}
+    dev_only = dev_docs - train_docs
+    others = sorted(d for d in dataset.corpus if d not in dev_docs)
+    dev_docs |= set(
+        rng.choice(others, size=min(distractors, len(others)), replace=False).tolist()
+    )
+
+    def part(keep_query, keep_doc, name):
+        return RetrievalDataset(
+            corpus={d: t for d, t in dataset.corpus.items() if keep_doc(d)},
+            queries={q: t for q, t in dataset.queries.items() if keep_query(q)},
+            qrels={q: dict(j) for q, j in dataset.qrels.items() if keep_query(q)},
+            source=f"{dataset.source} ({name}: {size} queries held out with seed {seed})",
+        )
+
+    return (
+        part(lambda q: q not in dev_ids, lambda d: d not in dev_only, "train"),
+        part(lambda q: q in dev_ids, lambda d: d in dev_docs, "dev"),
+    )
+
+
 def write_retrieval_triplets(rows, path):
     """Writes rows `[query, positive, negative...]` as JSON lines
     `{"query", "positive", "negatives": [...]}`."""

@@ -141,6 +141,12 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option("--dev-retrieval-split", default=None,
               show_default="the folder's only qrels file",
               help="The qrels/<split>.tsv of --dev-retrieval to score on.")
+@click.option("--dev-retrieval-holdout", type=click.IntRange(min=1), default=None,
+              show_default="none",
+              help="Instead of --dev-retrieval, for a --train-retrieval set with no dev split: "
+              "hold out this many of its queries (seed 0, the same every run) as the dev "
+              "split, scored against their judged documents and 2,500 others; training "
+              "never sees a document that only they judge.")
 @click.option("--train-retrieval", type=click.Path(exists=True, file_okay=False), default=None,
               show_default="none",
               help="BEIR folder to train on instead of --train: hard negatives are mined for "
@@ -397,11 +403,34 @@ def _loss_options(objective):
     return {name for term in terms for name in term.options}
 
 
+# Options a recipe's `requires` entry is also met by.
+_STANDS_IN = {"dev_retrieval": ("dev_retrieval_holdout",)}
+
+
+def _alternatives(name):
+    return (name, *_STANDS_IN.get(name, ()))
+
+
+def has_dev_retrieval(options):
+    """Whether the run scores a retrieval dev split: a folder, or queries held out."""
+    return any(options.get(n) is not None for n in _alternatives("dev_retrieval"))
+
+
 def check_combinations(ctx, options):
     """Refuses options that contradict each other or that a recipe cannot run without."""
     if options["train_retrieval"] is not None and options["train"] is not None:
         raise click.BadParameter(
             "give --train or --train-retrieval, not both", param_hint="--train-retrieval"
+        )
+    if options["dev_retrieval_holdout"] is not None and options["train_retrieval"] is None:
+        raise click.BadParameter(
+            "holds out queries of --train-retrieval as the dev split; give one",
+            param_hint="--dev-retrieval-holdout",
+        )
+    if options["dev_retrieval_holdout"] is not None and options["dev_retrieval"] is not None:
+        raise click.BadParameter(
+            "holds out a dev split of --train-retrieval; give it or --dev-retrieval, not both",
+            param_hint="--dev-retrieval-holdout",
         )
     if options["train_retrieval"] is None:
         defaults = {p.name: p.default for p in ctx.command.params}
@@ -416,9 +445,11 @@ def check_combinations(ctx, options):
                     param_hint=flag,
                 )
     if options["recipe"] is not None:
-        missing = [name for name in RECIPES[options["recipe"]].requires if options[name] is None]
+        missing = [name for name in RECIPES[options["recipe"]].requires
+                   if all(options[n] is None for n in _alternatives(name))]
         if missing:
-            flags = ", ".join("--" + name.replace("_", "-") for name in missing)
+            flags = ", ".join(" or ".join("--" + n.replace("_", "-") for n in _alternatives(name))
+                              for name in missing)
             raise click.BadParameter(
                 f"--recipe {options['recipe']} needs {flags}", param_hint=flags
             )
@@ -460,8 +491,9 @@ def check_combinations(ctx, options):
         )
     metric = options["keep_best"]
     if metric is not None:
-        if metric.startswith("ir_dev_") and options["dev_retrieval"] is None:
-            raise click.BadParameter(f"{metric} is measured on --dev-retrieval; give one",
+        if metric.startswith("ir_dev_") and not has_dev_retrieval(options):
+            raise click.BadParameter(f"{metric} is measured on --dev-retrieval (or "
+                                     "--dev-retrieval-holdout); give one",
                                      param_hint="--keep-best")
         if metric.startswith("dev_") and not has_dev:
             raise click.BadParameter(f"{metric} is measured on --dev; give one",

@@ -14,8 +14,11 @@ weak starting model ranks many positives so low that no nearby candidate
 passes the margin; those rows get a random document the margin accepts
 instead (`--mine-fill random`, the default) rather than being dropped, so every
 row trains (BENCHMARKS.md measures what dropping them costs).
-nDCG@10 on `--dev-retrieval` is measured after every epoch and the best
-epoch's weights are the saved encoder (`--keep-best ir_dev_ndcg@10`).
+nDCG@10 on `--dev-retrieval` (or on queries of the training folder held out
+by `--dev-retrieval-holdout N`, for sets with no dev split) is measured after
+every epoch and the best epoch's weights are the saved encoder (`--keep-best
+ir_dev_ndcg@10`). Texts are cut at the model's token limit (`--max-length`
+left unset), not at `train`'s 64 for STS sentences.
 
     keras-cosent train --recipe retrieval-infonce \\
         --train-retrieval data/retrieval/stsb-en-train \\
@@ -39,7 +42,10 @@ RECIPES = {
             "lr": 2e-5,
             "warmup": 0.1,
             "weight_decay": 0.01,
-            "max_length": 64,
+            # The model's token limit (256 for all-MiniLM-L6-v2): documents run
+            # longer than STS sentences, and batches are padded to their longest
+            # row only, so short texts cost no more.
+            "max_length": None,
         },
         reference="Henderson et al., Efficient Natural Language Response Suggestion "
         "(2017), https://arxiv.org/abs/1705.00652; Moreira et al., NV-Retriever: "

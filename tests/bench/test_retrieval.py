@@ -143,3 +143,31 @@ def test_transfer_sets_are_further_test_sets_in_the_summary():
     paired_row = [c.strip() for c in rows[2].strip("|").split("|")]
     diff = np.mean([keras[s] - peer[s] for s in (1, 2)], axis=0)
     assert paired_row[5].startswith(f"{diff.mean():+.2f} (")
+
+
+def test_carve_dev_writes_the_library_split_as_folders(tmp_path):
+    import json
+    import pathlib
+
+    from keras_cosent.data import hold_out_queries
+    from keras_cosent.data import read_beir
+
+    source = tmp_path / "set"
+    (source / "qrels").mkdir(parents=True)
+    docs = [{"_id": f"d{i}", "title": "T" if i % 2 else "", "text": f"doc {i}"} for i in range(40)]
+    queries = [{"_id": f"q{i}", "text": f"query {i}"} for i in range(12)]
+    # Out of id order, two judgements for q3, a document shared by q1 and q2.
+    judgements = ["q3\td3\t1", "q1\td30\t1", "q2\td30\t2"] + [
+        f"q{i}\td{i}\t1" for i in (0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11)]
+    for name, rows in (("corpus.jsonl", docs), ("queries.jsonl", queries)):
+        (source / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (source / "qrels" / "train.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(j + "\n" for j in judgements), encoding="utf-8")
+    folders = retrieval.carve_dev(pathlib.Path(source), "train", 4, tmp_path / "runs",
+                                  distractors=5)
+    expected = hold_out_queries(read_beir(source, "train"), 4, seed=0, distractors=5)
+    for (name, folder), part in zip(folders.items(), expected):
+        written = read_beir(folder, name)
+        assert (written.corpus, written.qrels) == (part.corpus, part.qrels)
+        assert list(written.queries) == sorted(part.queries)
+        assert written.queries == part.queries

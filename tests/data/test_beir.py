@@ -6,12 +6,15 @@ import os
 import pytest
 
 from keras_cosent.data import DataFormatError
+from keras_cosent.data import RetrievalDataset
+from keras_cosent.data import hold_out_queries
 from keras_cosent.data import read_beir
 from keras_cosent.data import read_retrieval_triplets
 from keras_cosent.data import write_retrieval_triplets
 
 SHARED = os.environ.get("KERAS_COSENT_SHARED_DATA", "/work/shared/data")
 STSB_DEV = os.path.join(SHARED, "retrieval", "stsb-en-dev")
+OCNLI_TRAIN = os.path.join(SHARED, "retrieval", "ocnli-zh-train")
 
 
 def make_folder(tmp_path, corpus=None, queries=None, qrels=None):
@@ -89,3 +92,54 @@ def test_triplets_round_trip_and_errors(tmp_path):
     path.write_text('{"query": "q", "positive": 3}\n', encoding="utf-8")
     with pytest.raises(DataFormatError, match="`positive` missing"):
         read_retrieval_triplets(path)
+
+
+@pytest.mark.skipif(not os.path.isdir(OCNLI_TRAIN), reason="shared retrieval data not present")
+def test_hold_out_queries_on_ocnli_train_keeps_dev_positives_out_of_training():
+    data = read_beir(OCNLI_TRAIN, "train")
+    train, dev = hold_out_queries(data, 300)
+    assert len(dev.queries) == 300 and len(train.queries) == len(data.queries) - 300
+    assert set(train.queries) | set(dev.queries) == set(data.queries)
+    assert not set(train.queries) & set(dev.queries)
+    assert all(dev.qrels[q] == data.qrels[q] for q in dev.queries)
+    assert all(train.qrels[q] == data.qrels[q] for q in train.queries)
+    dev_judged = {d for q in dev.queries for d in data.qrels[q]}
+    train_judged = {d for q in train.queries for d in data.qrels[q]}
+    # Dev: its judged documents plus 2,500 others; train: all but the dev-only ones.
+    assert dev_judged <= set(dev.corpus)
+    assert len(dev.corpus) == len(dev_judged) + 2500
+    assert set(train.corpus) == set(data.corpus) - (dev_judged - train_judged)
+    assert list(train.corpus) == [d for d in data.corpus if d in train.corpus]
+    assert all(train.corpus[d] == data.corpus[d] for d in train.corpus)
+    again_train, again_dev = hold_out_queries(data, 300)
+    assert (again_dev.queries, again_dev.corpus) == (dev.queries, dev.corpus)
+    assert again_train.corpus == train.corpus
+    other = hold_out_queries(data, 300, seed=1)[1]
+    assert set(other.queries) != set(dev.queries)
+
+
+def test_hold_out_queries_keeps_documents_judged_by_both_sides():
+    data = RetrievalDataset(
+        corpus={d: d for d in ("shared", "dev-only", "train-only", "other")},
+        queries={"a": "a", "b": "b"},
+        qrels={"a": {"shared": 1, "dev-only": 1}, "b": {"shared": 1, "train-only": 1}},
+    )
+    for seed in range(8):
+        train, dev = hold_out_queries(data, 1, seed=seed, distractors=0)
+        held = next(iter(dev.queries))
+        only_held = {"a": "dev-only", "b": "train-only"}[held]
+        assert set(train.corpus) == set(data.corpus) - {only_held}
+        assert set(dev.corpus) == set(data.qrels[held])
+    assert set(hold_out_queries(data, 1, distractors=5)[1].corpus) == {
+        "shared", "dev-only", "train-only", "other"}
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"size": 0}, "size=0"), ({"size": 2}, "has 2 queries"), ({"size": True}, "size=True"),
+    ({"size": 1.0}, "size=1.0"), ({"size": 1, "distractors": -1}, "distractors=-1"),
+])
+def test_hold_out_queries_errors_name_the_argument(kwargs, match):
+    data = RetrievalDataset(corpus={"d": "d"}, queries={"a": "a", "b": "b"},
+                            qrels={"a": {"d": 1}, "b": {"d": 1}}, source="set")
+    with pytest.raises(ValueError, match=match):
+        hold_out_queries(data, **kwargs)

@@ -22,6 +22,7 @@ import pytest
         "keras_cosent.losses.matryoshka_loss",
         "keras_cosent.utils.similarity",
         "keras_cosent.utils.truncation",
+        "keras_cosent.data.beir",
         "keras_cosent.retrieval.search",
         "keras_cosent.retrieval.metrics",
         "keras_cosent.retrieval.mining",

@@ -49,7 +49,7 @@ def write_pair_tsv(path, rows):
     return path
 
 
-def save_tiny_checkpoint(path, seed=0, **backbone_options):
+def save_tiny_checkpoint(path, seed=0, max_sequence_length=64, **backbone_options):
     """Saves a tiny random BERT over the demo set's words and its tokenizer as a preset in `path`."""
     import keras_hub
 
@@ -62,7 +62,7 @@ def save_tiny_checkpoint(path, seed=0, **backbone_options):
     keras.utils.set_random_seed(seed)
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=len(vocab), num_layers=1, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=64, **backbone_options,
+        intermediate_dim=32, max_sequence_length=max_sequence_length, **backbone_options,
     )
     backbone.save_to_preset(str(path))
     tokenizer.save_to_preset(str(path))

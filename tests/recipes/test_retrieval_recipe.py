@@ -11,6 +11,7 @@ import pytest
 
 import recipes.training
 from tests.recipes.conftest import demo_rows
+from tests.recipes.conftest import save_tiny_checkpoint
 from tests.recipes.test_cli import assert_one_line_error
 from tests.recipes.test_retrieval_cli import read_jsonl
 from tests.recipes.test_retrieval_cli import write_beir
@@ -193,11 +194,58 @@ def test_mined_rows_train_with_format_triplets_jsonl(cli, tiny_checkpoint, folde
     assert_one_line_error(result, "bad.jsonl:2", "`negatives` should be a list of strings")
 
 
+def test_dev_retrieval_holdout_and_the_models_token_limit(cli, folders, tmp_path):
+    """`--dev-retrieval-holdout 6` scores 6 held-out training queries and trains on the
+    rest; the recipe cuts texts at the model's token limit (48 here), not at 64."""
+    from keras_cosent.data import hold_out_queries
+    from keras_cosent.data import read_beir
+    from recipes.model_loading import load_encoder
+
+    checkpoint = save_tiny_checkpoint(tmp_path / "tiny-48", max_sequence_length=48)
+    output = tmp_path / "run"
+    result = cli("train", "--recipe", "retrieval-infonce", "--backbone", checkpoint,
+                 "--train-retrieval", folders["train"], "--dev-retrieval-holdout", 6,
+                 "--epochs", 1, "--batch-size", 8, "--lr", 2e-2, "--mine-negatives", 1,
+                 "--mine-relative-margin", "off", "--output", output)
+    assert result.exit_code == 0, result.output
+    assert "6 of 24 queries of --train-retrieval held out" in result.stderr
+    train, dev = hold_out_queries(read_beir(folders["train"], "train"), 6, seed=0)
+    mined = read_jsonl(output / "mined.jsonl")
+    assert [row["query"] for row in mined] == list(train.queries.values())
+    # No dev positive reaches training, as a positive or as a mined negative.
+    dev_positives = {dev.corpus[d] for q in dev.queries for d in dev.qrels[q]}
+    assert len(dev_positives) == 6
+    assert not dev_positives & {t for row in mined for t in [row["positive"], *row["negatives"]]}
+    results = json.loads((output / "results.json").read_text())
+    for key in ("dev_retrieval_before_training", "dev_retrieval"):
+        assert (results[key]["queries"], results[key]["documents"]) == (6, len(dev.corpus))
+    record = json.loads((output / "config.json").read_text())
+    assert record["config"]["dev_retrieval_holdout"] == 6
+    assert record["config"]["max_length"] is None
+    assert load_encoder(output).max_length == 48
+    words = shlex.split(record["command"])
+    assert "--max-length" not in words
+    result = cli(*words[1:])
+    assert result.exit_code == 0 and "already holds this run" in result.output, result.output
+
+
 def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_path):
     output = tmp_path / "run"
     result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
                  "--train-retrieval", folders["train"], "--output", output)
-    assert_one_line_error(result, "--recipe retrieval-infonce needs --dev-retrieval")
+    assert_one_line_error(
+        result, "--recipe retrieval-infonce needs --dev-retrieval or --dev-retrieval-holdout")
+    result = cli("train", "--train", small_train, "--dev-retrieval-holdout", 5,
+                 "--output", output)
+    assert_one_line_error(result, "--dev-retrieval-holdout", "give one")
+    result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
+                 "--train-retrieval", folders["train"], "--dev-retrieval", folders["dev"],
+                 "--dev-retrieval-holdout", 5, "--output", output)
+    assert_one_line_error(result, "--dev-retrieval-holdout", "not both")
+    result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
+                 "--train-retrieval", folders["train"], "--dev-retrieval-holdout", 24,
+                 "--output", output)
+    assert_one_line_error(result, "--dev-retrieval-holdout 24", "has 24 queries")
     result = cli("train", "--train", small_train, "--train-retrieval", folders["train"],
                  "--output", output)
     assert_one_line_error(result, "--train or --train-retrieval, not both")
