@@ -83,14 +83,16 @@ def carve_dev(train_folder, split, size, root, distractors=2500):
     by_query = {}
     for line in judgements:
         by_query.setdefault(line.split("\t", 1)[0], []).append(line)
+    # Each source line with its id, read once for both folders.
+    sources = {file: [(json.loads(line)["_id"], line) for line in lines(train_folder / file)]
+               for file in ("queries.jsonl", "corpus.jsonl")}
     folders = {}
     for name, part in zip(("train", "dev"), parts):
         folder = root / f"{train_folder.name}-{name}-slice{size}"
         (folder / "qrels").mkdir(parents=True, exist_ok=True)
         for file, keep in (("queries.jsonl", part.queries), ("corpus.jsonl", part.corpus)):
             with open(folder / file, "w", encoding="utf-8") as f:
-                f.writelines(line for line in lines(train_folder / file)
-                             if json.loads(line)["_id"] in keep)
+                f.writelines(line for i, line in sources[file] if i in keep)
         with open(folder / "qrels" / f"{name}.tsv", "w", encoding="utf-8") as f:
             # Queries in sorted id order, as the figures in BENCHMARKS.md were run.
             f.write(header)

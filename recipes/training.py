@@ -153,13 +153,10 @@ def read_retrieval_splits(config, env):
         )
     size = config.get("dev_retrieval_holdout")
     if size is not None:
-        if size >= len(train.queries):
-            raise CliError(
-                f"--dev-retrieval-holdout {size}: --train-retrieval {config['train_retrieval']} "
-                f"has {len(train.queries)} queries with a relevant document; hold out fewer, "
-                "so that some are left to train on"
-            )
-        train, dev = hold_out_queries(train, size, seed=0)
+        try:
+            train, dev = hold_out_queries(train, size, seed=0)
+        except ValueError as error:  # too many: it names the folder and its query count
+            raise CliError(f"--dev-retrieval-holdout {size}: {error}") from None
         env.note(f"--dev-retrieval-holdout: {size} of {size + len(train.queries)} queries of "
                  f"--train-retrieval held out as the dev split ({len(dev.corpus)} documents); "
                  f"training on the other {len(train.queries)}")

@@ -367,16 +367,13 @@ class SentenceEncoder(keras.Model):
         st = st_config.read_sentence_transformers_config(preset) or {}
         if pooling is None:
             pooling = st.get("pooling") or "mean"
-        # No sentence-transformers limit: 128, cut to the backbone's position
-        # table once it is loaded.
-        default_length = max_length is None and not st.get("max_length")
-        if max_length is None:
-            max_length = st.get("max_length") or 128
-            source = f"{preset}/sentence_bert_config.json"
-        else:
-            source = f"max_length={max_length!r}"
-        if not default_length:
-            st_config.check_max_length(max_length, hf_config, source)
+        if max_length is not None:
+            st_config.check_max_length(max_length, hf_config, f"max_length={max_length!r}")
+        elif st.get("max_length"):
+            max_length = st["max_length"]
+            st_config.check_max_length(
+                max_length, hf_config, f"{preset}/sentence_bert_config.json"
+            )
         if st.get("do_lower_case"):
             tokenizer_config = checkpoints.read_hf_json(preset, "tokenizer_config.json") or {}
             if not tokenizer_config.get("do_lower_case"):
@@ -397,9 +394,9 @@ class SentenceEncoder(keras.Model):
             tokenizer = tokenizer_cls.from_preset(
                 readable, **checkpoints.tokenizer_kwargs(preset)
             )
-        if default_length:
-            positions = getattr(backbone, "max_sequence_length", None) or max_length
-            max_length = min(max_length, int(positions))
+        if max_length is None:
+            # No limit given or in the checkpoint: 128, cut to the position table.
+            max_length = min(128, int(getattr(backbone, "max_sequence_length", None) or 128))
         return cls(
             backbone,
             tokenizer,
