@@ -13,7 +13,7 @@
     python -m bench tool NAME [options]  (NAME: train-steps, profile-train,
                                           profile-encode-torch, machine-limit, peer-sts,
                                           gradcache, ranking-scaling,
-                                          precision-speed)
+                                          precision-speed, search-speed)
 """
 
 import argparse
@@ -27,7 +27,8 @@ TOOLS = {"train-steps": "bench.train_steps",
          "peer-sts": "bench.peer_sts",
          "gradcache": "bench.gradcache",
          "ranking-scaling": "bench.ranking_scaling",
-         "precision-speed": "bench.precision_speed"}
+         "precision-speed": "bench.precision_speed",
+         "search-speed": "bench.search_speed"}
 
 
 def main(argv=None):

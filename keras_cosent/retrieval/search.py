@@ -3,10 +3,13 @@
 The search runs in NumPy on the host: `encoder.encode` already returns NumPy
 arrays, the work is one matrix product per chunk plus a partial sort, and keeping
 it off the accelerator means a 1M-document corpus never has to fit in device
-memory. Memory is bounded: at most `query_chunk_size x (chunk_size + k)` scores
-(float32) and as many indices live at once; a full queries x corpus matrix is
-never allocated. With `use_faiss=True` (or `None` when `faiss` imports) an exact
-`faiss.IndexFlatIP` is used instead.
+memory. Memory is bounded: one `query_chunk_size x chunk_size` block of scores
+(float32) lives at once, its k best per row picked by partition (linear time)
+before anything is sorted, so that only `2k` candidates per row are sorted (a
+row whose k-th score ties with a column left out is sorted in full, to keep
+the lowest indices); a full queries x corpus matrix is never allocated. With
+`use_faiss=True` (or `None` when `faiss` imports) an exact `faiss.IndexFlatIP`
+is used instead.
 """
 
 import numpy as np
@@ -30,6 +33,60 @@ def _merge(best_scores, best_index, scores, index, k):
     )
 
 
+def _chunk_candidates(scores, offset, k):
+    """The k best columns of each row of one scored chunk, as `(scores, indices)`.
+
+    The same columns a full sort by (score descending, index ascending) would
+    keep, found in linear time: `argpartition` picks k columns, and a row
+    whose k-th score is tied with a column left out (where `argpartition`'s
+    choice among equal scores is arbitrary) is sorted in full instead. Order
+    within the k is left to `_merge`.
+    """
+    n = scores.shape[1]
+    if n <= k:
+        index = np.broadcast_to(np.arange(offset, offset + n, dtype=np.int64), scores.shape)
+        return scores, index
+    picked = np.argpartition(scores, n - k, axis=1)[:, n - k :]
+    picked_scores = np.take_along_axis(scores, picked, axis=1)
+    kth = picked_scores.min(axis=1, keepdims=True)
+    # More columns at or above the k-th score than k: a tie at the boundary.
+    # NaN scores (an encoder's NaN output; `argpartition` ranks them highest,
+    # the full sort lowest) also take the exact path.
+    unsure = (np.count_nonzero(scores >= kth, axis=1) > k) | np.isnan(kth[:, 0])
+    for row in np.flatnonzero(unsure):
+        order = np.lexsort((np.arange(n), -scores[row]))[:k]
+        picked[row] = order
+        picked_scores[row] = scores[row, order]
+    return picked_scores, picked.astype(np.int64) + offset
+
+
+def _merge_above(best_scores, best_index, scores, offset, k, limit):
+    """`_merge` of a chunk that comes after `best` (k columns, sorted), or None.
+
+    Only a column scoring above a row's current k-th best can enter its top
+    k (columns here come after every index in `best`, so a tie goes to
+    `best`). Those few are found with one comparison and sorted with `best`,
+    rows kept together; the chunk is not partitioned. None when more than
+    `limit` columns pass (a chunk better than all before it: partition it).
+    """
+    rows_count = scores.shape[0]
+    kth = best_scores[:, -1:]
+    mask = scores > kth
+    nan_rows = np.isnan(kth[:, 0])
+    if nan_rows.any():  # fewer than k real scores so far: every column may enter
+        mask[nan_rows] = True
+    rows, cols = np.nonzero(mask)
+    if rows.size > limit:
+        return None
+    all_rows = np.concatenate([np.repeat(np.arange(rows_count), k), rows])
+    all_scores = np.concatenate([best_scores.ravel(), scores[rows, cols]])
+    all_index = np.concatenate([best_index.ravel(), cols.astype(np.int64) + offset])
+    order = np.lexsort((all_index, -all_scores, all_rows))
+    starts = np.concatenate([[0], np.cumsum(np.bincount(all_rows, minlength=rows_count))[:-1]])
+    keep = order[(starts[:, None] + np.arange(k)).ravel()]
+    return all_scores[keep].reshape(rows_count, k), all_index[keep].reshape(rows_count, k)
+
+
 def top_k(
     query_embeddings,
     corpus_embeddings,
@@ -47,7 +104,8 @@ def top_k(
         k: how many results per query (clipped to `num_docs`).
         chunk_size: corpus rows scored at once.
         query_chunk_size: query rows scored at once. Peak extra memory is about
-            `query_chunk_size * (chunk_size + k) * 12` bytes.
+            `query_chunk_size * chunk_size * 17` bytes (the scores, their
+            negation and the partition's int64 order): 70 MB at the defaults.
         normalize: L2-normalise both sides first (cosine similarity).
         use_faiss: `True` to use `faiss.IndexFlatIP` (exact), `None` to use it
             when installed, `False` (default) for the NumPy path.
@@ -105,11 +163,16 @@ def top_k(
         best_index = np.empty((q.shape[0], 0), dtype=np.int64)
         for c0 in range(0, corpus.shape[0], chunk_size):
             scores = q @ corpus[c0 : c0 + chunk_size].T
-            index = np.broadcast_to(
-                np.arange(c0, c0 + scores.shape[1], dtype=np.int64), scores.shape
-            )
-            best_scores, best_index = _merge(best_scores, best_index, scores, index, k)
-            del scores, index
+            merged = None
+            if best_scores.shape[1] == k:
+                merged = _merge_above(
+                    best_scores, best_index, scores, c0, k, limit=4 * k * scores.shape[0]
+                )
+            if merged is None:
+                chunk_scores, index = _chunk_candidates(scores, c0, k)
+                merged = _merge(best_scores, best_index, chunk_scores, index, k)
+            best_scores, best_index = merged
+            del scores
         out_scores[q0 : q0 + q.shape[0]] = best_scores
         out_index[q0 : q0 + q.shape[0]] = best_index
     return out_scores, out_index

@@ -28,6 +28,57 @@ def test_equals_brute_force(chunk_size, query_chunk_size):
     np.testing.assert_allclose(scores, ref_scores, atol=1e-6)
 
 
+def test_selection_before_sort_equals_brute_force():
+    # Chunks far larger than k, so each chunk's k best are picked by partition
+    # before the sort. Continuous scores, then scores rounded onto a coarse grid
+    # so that the k-th score of most rows is tied with columns left out (the
+    # rows that must fall back to a full sort to keep the lowest indices).
+    rng = np.random.default_rng(7)
+    q = rng.normal(size=(40, 8)).astype(np.float32)
+    c = rng.normal(size=(3000, 8)).astype(np.float32)
+    scores, indices = top_k(q, c, k=25, chunk_size=700, query_chunk_size=16)
+    ref_scores, ref_indices = brute_force(q, c, 25)
+    np.testing.assert_array_equal(indices, ref_indices)
+    np.testing.assert_allclose(scores, ref_scores, atol=1e-6)
+
+    # Small integer vectors, unnormalised: every score is an exact integer,
+    # whatever the order of the sums, so the ties are exact on both sides.
+    int_q = rng.integers(-2, 3, size=(40, 8)).astype(np.float32)
+    int_c = rng.integers(-2, 3, size=(3000, 8)).astype(np.float32)
+    exact = int_q.astype(np.float64) @ int_c.astype(np.float64).T
+    ref_order = np.array([np.lexsort((np.arange(3000), -row)) for row in exact])
+    ranked = np.take_along_axis(exact, ref_order, axis=1)
+    assert np.mean(ranked[:, 24] == ranked[:, 25]) > 0.8  # ties at the boundary
+    for chunk_size in (700, 4096):  # the whole corpus in one chunk: every tie there
+        _, indices = top_k(int_q, int_c, k=25, chunk_size=chunk_size, query_chunk_size=16,
+                           normalize=False)
+        np.testing.assert_array_equal(indices, ref_order[:, :25])
+
+
+def test_later_chunk_better_than_all_before():
+    # The corpus in ascending order of score for every query: each chunk beats
+    # all the chunks before it, so every column passes the running k-th best
+    # (the path that partitions the chunk instead).
+    rng = np.random.default_rng(3)
+    q = np.abs(rng.normal(size=(6, 4))).astype(np.float32) + 0.1
+    c = np.zeros((500, 4), dtype=np.float32)
+    c[:, 0] = np.arange(500)  # score of document j: q[:, 0] * j
+    _, indices = top_k(q, c, k=8, chunk_size=50, query_chunk_size=4, normalize=False)
+    np.testing.assert_array_equal(indices, np.tile(np.arange(499, 491, -1), (6, 1)))
+
+
+def test_nan_scores_rank_last():
+    c = np.array([[1.0, 0.0], [np.nan, 0.0], [0.6, 0.8], [0.0, 1.0], [np.nan, 1.0]])
+    for chunk_size in (1, 2, 4, 8):
+        _, indices = top_k(np.array([[1.0, 0.2]]), c, k=5, chunk_size=chunk_size)
+        np.testing.assert_array_equal(indices, [[0, 2, 3, 1, 4]])
+        _, indices = top_k(np.array([[1.0, 0.2]]), c, k=2, chunk_size=chunk_size)
+        np.testing.assert_array_equal(indices, [[0, 2]])
+    # A NaN query: every score NaN, ranked by index.
+    _, indices = top_k(np.array([[np.nan, 0.0], [0.0, 1.0]]), c, k=3, chunk_size=2)
+    np.testing.assert_array_equal(indices, [[0, 1, 2], [3, 2, 0]])
+
+
 def test_k_larger_than_corpus_and_bad_inputs():
     scores, indices = top_k(np.ones((2, 3)), np.eye(3), k=10)
     assert indices.shape == (2, 3)
@@ -47,8 +98,8 @@ def test_peak_memory_is_bounded_by_chunks():
     top_k(q, c, k=10, chunk_size=500, query_chunk_size=32, normalize=False)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    # Bound: one query chunk x (chunk + k) scores, indices, sort order (~ 32 * 510 * 24 B
-    # = 0.4 MB) plus the output; far below the full matrix.
+    # Bound: one query chunk x chunk of scores, their negation and the partition's
+    # order (~ 32 * 500 * 17 B = 0.3 MB) plus the output; far below the full matrix.
     assert peak < 1024 * 1024, peak
     assert peak < full_matrix_bytes / 8
 

@@ -1,0 +1,180 @@
+"""Exact top-k search time: `keras_cosent.retrieval.top_k` next to the peer's `semantic_search`.
+
+The search behind `RetrievalEvaluator`, `keras-cosent evaluate --task retrieval`
+and `keras-cosent mine` scores queries against the corpus in chunks and keeps
+each query's k best. For each corpus size, on the same random unit vectors
+(384 dimensions, all-MiniLM-L6-v2's width), this times:
+
+- `keras-cosent`: `top_k` as it is now (NumPy; a chunk's columns that beat a
+  query's running k-th best are found with one comparison and only those are
+  sorted, the first chunk's k best are picked by partition);
+- `full-sort`: the previous form, which sorted every score of each chunk
+  (`full_sort_top_k` below keeps it, verbatim, for the comparison; skipped
+  above `--full-sort-limit` documents, where it takes minutes);
+- `peer`: sentence-transformers' `util.semantic_search` (PyTorch, `torch.topk`
+  per chunk, its default chunks of 100 queries x 500,000 documents);
+- `faiss`: `top_k(use_faiss=True)`, an exact `faiss.IndexFlatIP`, when `faiss`
+  imports;
+- `products-only`: `top_k`'s normalisation and chunked matrix products with
+  nothing selected, the floor of any exact search through BLAS.
+
+After one untimed warm-up call each, rounds are interleaved (every method once
+per round, in turn), each at the machine's default threads. Reported: the median of the rounds' seconds, each
+round's ratio to the peer, and how many queries get the same k documents in the
+same order as `keras-cosent` (exact ties aside, the stacks' float32 sums can
+order two near-equal scores differently).
+
+    python -m bench tool search-speed --out bench/results/search-speed.jsonl
+"""
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+
+def full_sort_top_k(queries, corpus, k, chunk_size=16384, query_chunk_size=256):
+    """The previous `top_k`: every score of each chunk lexsorted with the running best."""
+    k = min(int(k), corpus.shape[0])
+    out_scores = np.empty((queries.shape[0], k), dtype=np.float32)
+    out_index = np.empty((queries.shape[0], k), dtype=np.int64)
+    for q0 in range(0, queries.shape[0], query_chunk_size):
+        q = queries[q0 : q0 + query_chunk_size]
+        best_scores = np.empty((q.shape[0], 0), dtype=np.float32)
+        best_index = np.empty((q.shape[0], 0), dtype=np.int64)
+        for c0 in range(0, corpus.shape[0], chunk_size):
+            scores = q @ corpus[c0 : c0 + chunk_size].T
+            index = np.broadcast_to(
+                np.arange(c0, c0 + scores.shape[1], dtype=np.int64), scores.shape
+            )
+            all_scores = np.concatenate([best_scores, scores], axis=1)
+            all_index = np.concatenate([best_index, index], axis=1)
+            order = np.lexsort((all_index, -all_scores), axis=1)[:, :k]
+            best_scores = np.take_along_axis(all_scores, order, axis=1)
+            best_index = np.take_along_axis(all_index, order, axis=1)
+        out_scores[q0 : q0 + q.shape[0]] = best_scores
+        out_index[q0 : q0 + q.shape[0]] = best_index
+    return out_scores, out_index
+
+
+def unit_vectors(rows, dim, seed):
+    x = np.random.default_rng(seed).standard_normal((rows, dim), dtype=np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def methods(full_sort):
+    from keras_cosent.retrieval import top_k
+    from keras_cosent.retrieval.search import _normalize
+
+    def ours(q, c, k):
+        return top_k(q, c, k)[1]
+
+    def previous(q, c, k):
+        # Normalised as `top_k` normalises (float32), so the two score the same numbers.
+        return full_sort_top_k(_normalize(q), _normalize(c), k)[1]
+
+    def peer(q, c, k):
+        import torch
+        from sentence_transformers import util
+
+        hits = util.semantic_search(torch.from_numpy(q), torch.from_numpy(c), top_k=k)
+        return np.array([[hit["corpus_id"] for hit in row] for row in hits], dtype=np.int64)
+
+    def products_only(q, c, k):
+        # top_k's normalisation and chunked products, nothing selected: the floor.
+        q, c = _normalize(q), _normalize(c)
+        for q0 in range(0, q.shape[0], 256):
+            for c0 in range(0, c.shape[0], 16384):
+                q[q0 : q0 + 256] @ c[c0 : c0 + 16384].T
+        return None
+
+    def with_faiss(q, c, k):
+        return top_k(q, c, k, use_faiss=True)[1]
+
+    found = {"keras-cosent": ours, "peer": peer, "products-only": products_only}
+    if full_sort:
+        found["full-sort"] = previous
+    try:
+        import faiss  # noqa: F401
+
+        found["faiss"] = with_faiss
+    except ImportError:
+        pass
+    return found
+
+
+def measure(num_queries, corpus_size, dim, k, rounds, full_sort_limit, seed=0):
+    queries = unit_vectors(num_queries, dim, seed)
+    corpus = unit_vectors(corpus_size, dim, seed + 1)
+    runs = methods(corpus_size <= full_sort_limit)
+    for run in runs.values():  # warm-up: imports, thread pools, first-call costs
+        run(queries[:8], corpus[: 4 * k], k)
+    seconds = {name: [] for name in runs}
+    results = {}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            results[name] = run(queries, corpus, k)
+            seconds[name].append(time.perf_counter() - start)
+    ours = results["keras-cosent"]
+    rows = []
+    for name in runs:
+        row = {"method": name, "queries": num_queries, "corpus": corpus_size, "dim": dim,
+               "k": k, "seconds": seconds[name],
+               "median_s": statistics.median(seconds[name]),
+               "same_as_keras_cosent": None if results[name] is None else
+               int(np.sum(np.all(results[name] == ours, axis=1)))}
+        if name != "peer":
+            row["ratio_to_peer"] = [a / b for a, b in zip(seconds[name], seconds["peer"])]
+        rows.append(row)
+    return rows
+
+
+def table(rows):
+    lines = ["| documents | method | median s | ratio to the peer (per round) "
+             "| queries with keras-cosent's exact top-k |",
+             "|---:|---|---:|---|---:|"]
+    for row in rows:
+        ratios = row.get("ratio_to_peer")
+        ratio = "" if ratios is None else (
+            f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+        same = row["same_as_keras_cosent"]
+        same = "" if same is None else f"{same} / {row['queries']}"
+        lines.append(f"| {row['corpus']:,} | {row['method']} | {row['median_s']:.3g} | {ratio} "
+                     f"| {same} |")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--queries", type=int, default=1000)
+    p.add_argument("--corpus-sizes", default="10000,100000,1000000",
+                   help="comma-separated corpus sizes")
+    p.add_argument("--dim", type=int, default=384)
+    p.add_argument("--k", type=int, default=100,
+                   help="results per query (100: RetrievalEvaluator's MAP@100)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--full-sort-limit", type=int, default=100000,
+                   help="time the previous full-sort form only up to this many documents")
+    p.add_argument("--out", default="bench/results/search-speed.jsonl")
+    args = p.parse_args()
+    sizes = [int(s) for s in args.corpus_sizes.split(",")]
+    bad = [s for s in sizes if s < 1]
+    if bad or args.queries < 1 or args.k < 1 or args.rounds < 1:
+        raise SystemExit("--corpus-sizes, --queries, --k and --rounds should be positive")
+    rows = []
+    for size in sizes:
+        rows.extend(measure(args.queries, size, args.dim, args.k, args.rounds,
+                            args.full_sort_limit))
+        with open(args.out, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+        print(table([r for r in rows if r["corpus"] == size]), flush=True)
+    print()
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
