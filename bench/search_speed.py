@@ -28,6 +28,7 @@ order two near-equal scores differently).
 """
 
 import argparse
+import importlib.metadata
 import json
 import statistics
 import time
@@ -164,10 +165,19 @@ def main():
     bad = [s for s in sizes if s < 1]
     if bad or args.queries < 1 or args.k < 1 or args.rounds < 1:
         raise SystemExit("--corpus-sizes, --queries, --k and --rounds should be positive")
+    from bench import harness
+
+    context = {"machine": harness.machine(), "versions": harness.versions(),
+               "git": harness.git_state()}
+    for package in ("numpy", "faiss-cpu"):
+        try:
+            context["versions"][package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            context["versions"][package] = None
     rows = []
     for size in sizes:
-        rows.extend(measure(args.queries, size, args.dim, args.k, args.rounds,
-                            args.full_sort_limit))
+        rows.extend({**row, **context} for row in measure(
+            args.queries, size, args.dim, args.k, args.rounds, args.full_sort_limit))
         with open(args.out, "w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row) + "\n")
