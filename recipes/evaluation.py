@@ -34,7 +34,8 @@ def evaluate_sts(encoder, dataset, batch_size=64):
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)
 
 
-def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=False):
+def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=False,
+                       use_faiss=False):
     """Retrieval metrics (x 100) of the encoder's cosine ranking on a BEIR split.
 
     Args:
@@ -43,6 +44,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
         batch_size: sentences per forward pass.
         top_k: documents retrieved per query (>= 100, so that MAP@100 is whole).
         per_query: also return each query's figures under `"per_query"`.
+        use_faiss: search with faiss' exact index instead of NumPy (`top_k`).
 
     Returns:
         `{"queries": int, "documents": int, "ndcg@10": float, ...}`: every
@@ -55,7 +57,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
 
     evaluator = RetrievalEvaluator.from_dataset(
         dataset, encoder=encoder, batch_size=batch_size,
-        k_values=RETRIEVAL_CUTOFFS + (top_k,), verbose=0,
+        k_values=RETRIEVAL_CUTOFFS + (top_k,), verbose=0, use_faiss=use_faiss,
     )
     scores, per = evaluator.evaluate(per_query=True)
     result = {

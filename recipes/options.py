@@ -184,6 +184,34 @@ def batch_size_option(default=32):
     )
 
 
+def faiss_option(function):
+    """`--faiss`: the exact search through faiss instead of NumPy, when faiss imports."""
+    return click.option(
+        "--faiss",
+        "use_faiss",
+        is_flag=True,
+        default=False,
+        show_default=True,
+        callback=_check_faiss,
+        help="Search with an exact faiss index (IndexFlatIP) instead of NumPy's chunked "
+        "products: the same documents, near-ties aside. Needs faiss "
+        '(pip install "keras-cosent[faiss]").',
+    )(function)
+
+
+def _check_faiss(ctx, param, value):
+    if value:
+        try:
+            import faiss  # noqa: F401
+        except ImportError as error:
+            raise click.BadParameter(
+                f'faiss does not import ({error}); pip install "keras-cosent[faiss]", '
+                "or leave --faiss out for the NumPy search",
+                ctx=ctx, param=param,
+            ) from None
+    return value
+
+
 def max_length_option(function):
     return click.option(
         "--max-length",

@@ -1,5 +1,6 @@
 """Files the commands write whole or not at all: written beside the target, then renamed."""
 
+import json
 import os
 import tempfile
 
@@ -37,3 +38,14 @@ def write_atomically(path, write):
         if os.path.exists(partial):
             os.unlink(partial)
         raise
+
+
+def write_json(path, value):
+    """Writes `value` as indented JSON to `path`, whole or not at all (`write_atomically`)."""
+
+    def write(partial):
+        with open(partial, "w", encoding="utf-8") as f:
+            json.dump(value, f, indent=2)
+            f.write("\n")
+
+    write_atomically(path, write)

@@ -1,11 +1,10 @@
 """`keras-cosent check-serving`: what an exported SavedModel needs from TF Serving."""
 
-import json
-
 import click
 
 from recipes.context import pass_environment
 from recipes.options import backend_option
+from recipes.output_files import write_json
 
 
 @click.command(
@@ -31,7 +30,5 @@ def check_serving(env, export_dir, json_path):
     report = audit_saved_model(export_dir)
     env.log(format_audit(report))
     if json_path is not None:
-        with open(json_path, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
+        write_json(json_path, report)
         env.note(f"audit written to {json_path}")

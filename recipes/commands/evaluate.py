@@ -8,7 +8,6 @@ clusters of labelled texts. All go through `recipes.evaluation`, the code
 `train` scores its dev sets with.
 """
 
-import json
 import os
 
 import click
@@ -18,9 +17,11 @@ from recipes.context import pass_environment
 from recipes.options import FORMATS
 from recipes.options import backend_option
 from recipes.options import batch_size_option
+from recipes.options import faiss_option
 from recipes.options import max_length_option
 from recipes.options import parse_text_columns
 from recipes.options import text_column_options
+from recipes.output_files import write_json
 
 TASKS = ("sts", "retrieval", "clustering")
 # The tasks that read each option: given explicitly with another task, it is an error.
@@ -31,6 +32,7 @@ OPTION_TASKS = {
     "split": ("retrieval",),
     "top_k": ("retrieval",),
     "per_query": ("retrieval",),
+    "use_faiss": ("retrieval",),
 }
 CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
 
@@ -60,11 +62,12 @@ CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
               help="Retrieval: also write each query's nDCG@10, MRR@10, Recall@10 and "
               "MAP@100 into the --json file (\"per_query\"), to compare two models "
               "query by query.")
+@faiss_option
 @backend_option
 @pass_environment
 @click.pass_context
 def evaluate(ctx, env, model, data, task, format, text_columns, label_column, split, top_k,
-             batch_size, max_length, json_path, per_query):
+             batch_size, max_length, json_path, per_query, use_faiss):
     """Evaluate MODEL on DATA.
 
     \b
@@ -130,16 +133,14 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         dataset = read_retrieval_folder(data, split, option="DATA")
         encoder = load_encoder(model, max_length=max_length)
         result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k,
-                                    per_query=per_query)
+                                    per_query=per_query, use_faiss=use_faiss)
         name = f"{os.path.basename(os.path.normpath(data))} ({split})"
         record = {"model": model, "data": os.path.abspath(data), "task": task, "split": split,
-                  "top_k": top_k, **result}
+                  "top_k": top_k, "search": "faiss" if use_faiss else "numpy", **result}
         result = {key: value for key, value in result.items() if key != "per_query"}
     env.log(results_table({name: result}))
     if json_path is not None:
-        with open(json_path, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=2)
-            f.write("\n")
+        write_json(json_path, record)
         env.note(f"results written to {json_path}")
 
 

@@ -16,6 +16,7 @@ from recipes.errors import CliError
 from recipes.options import INPUT_FILE
 from recipes.options import backend_option
 from recipes.options import batch_size_option
+from recipes.options import faiss_option
 from recipes.options import max_length_option
 from recipes.output_files import refuse_existing
 from recipes.output_files import write_atomically
@@ -58,10 +59,12 @@ from recipes.output_files import write_atomically
 @max_length_option
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace an existing --output.")
+@faiss_option
 @backend_option
 @pass_environment
 def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, range_max,
-         margin, relative_margin, sampling, fill, seed, batch_size, max_length, overwrite):
+         margin, relative_margin, sampling, fill, seed, batch_size, max_length, overwrite,
+         use_faiss):
     """Mine hard negatives for each (query, positive) with MODEL.
 
     For each query the corpus is ranked by cosine; its known positives are
@@ -116,7 +119,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         corpus_embeddings=np.asarray(corpus_embeddings),
         num_negatives=num_negatives, range_min=range_min, range_max=range_max,
         margin=margin, relative_margin=relative_margin, sampling=sampling,
-        fill=None if fill == "none" else fill, seed=seed,
+        fill=None if fill == "none" else fill, seed=seed, use_faiss=use_faiss,
     )
     write_atomically(output, lambda path: write_retrieval_triplets(rows, path))
     env.log(

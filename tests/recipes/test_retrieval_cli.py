@@ -9,6 +9,7 @@ sentence-transformers numbers, is marked slow.
 
 import csv
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -129,6 +130,50 @@ def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_dat
     assert table[0].split() == ["split", "queries", "docs", "ndcg@10", "mrr@10", "recall@10",
                                 "map@100"]
     assert table[1].split()[-4:] == [f"{record[k]:.2f}" for k in README_STSB_TEST]
+
+
+def test_faiss_search_gives_the_numpy_search_figures(cli, shared_data, tmp_path, monkeypatch):
+    faiss = pytest.importorskip("faiss")  # in the test extras
+    searches = []
+
+    class CountingIndex(faiss.IndexFlatIP):
+        def search(self, *args, **kwargs):
+            searches.append(self.ntotal)
+            return super().search(*args, **kwargs)
+
+    monkeypatch.setattr(faiss, "IndexFlatIP", CountingIndex)
+    folder = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
+                         num_queries=30, num_docs=120)
+    # --json into folders that do not exist yet: made when the results are written.
+    _, numpy_record = evaluate_retrieval_cli(cli, folder, tmp_path / "numpy")
+    assert searches == []
+    _, faiss_record = evaluate_retrieval_cli(cli, folder, tmp_path / "faiss", "--faiss")
+    assert searches == [120]
+    assert numpy_record["search"] == "numpy" and faiss_record["search"] == "faiss"
+    for key, value in numpy_record.items():
+        if key not in ("search",):
+            assert faiss_record[key] == pytest.approx(value, abs=1e-6), key
+
+    # Mined with faiss: the same rows.
+    numpy_rows, faiss_rows = tmp_path / "numpy.jsonl", tmp_path / "faiss.jsonl"
+    for output, options in ((numpy_rows, ()), (faiss_rows, ("--faiss",))):
+        result = cli("mine", "all-MiniLM-L6-v2", "--queries", folder / "queries.jsonl",
+                     "--corpus", folder / "corpus.jsonl", "--qrels", folder / "qrels" / "test.tsv",
+                     "-o", output, "--max-length", 64, "--margin", 0.02, *options)
+        assert result.exit_code == 0, result.output
+    assert searches == [120, 120]
+    assert read_jsonl(faiss_rows) == read_jsonl(numpy_rows)
+
+    # Not for another task; named when faiss does not import; nothing written.
+    (tmp_path / "pairs.tsv").write_text("a man\ta dog\t1.0\n", encoding="utf-8")
+    result = cli("evaluate", "all-MiniLM-L6-v2", tmp_path / "pairs.tsv", "--faiss")
+    assert_one_line_error(result, "--faiss")
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    missing = tmp_path / "missing.jsonl"
+    result = cli("mine", "all-MiniLM-L6-v2", "--queries", folder / "queries.jsonl",
+                 "--corpus", folder / "corpus.jsonl", "-o", missing, "--faiss")
+    assert_one_line_error(result, "--faiss")
+    assert "keras-cosent[faiss]" in result.output and not missing.exists()
 
 
 def test_evaluate_retrieval_per_query_equals_pytrec_eval(cli, minilm, shared_data, tmp_path):
