@@ -8,6 +8,7 @@ each query's k best. For each corpus size, on the same random unit vectors
 - `keras-cosent`: `top_k` as it is now (NumPy; a chunk's columns that beat a
   query's running k-th best are found with one comparison and only those are
   sorted, the first chunk's k best are picked by partition);
+  every NumPy method here runs `top_k`'s default chunks;
 - `full-sort`: the previous form, which sorted every score of each chunk
   (`full_sort_top_k` below keeps it, verbatim, for the comparison; skipped
   above `--full-sort-limit` documents, where it takes minutes);
@@ -19,16 +20,18 @@ each query's k best. For each corpus size, on the same random unit vectors
   nothing selected, the floor of any exact search through BLAS.
 
 After one untimed warm-up call each, rounds are interleaved (every method once
-per round, in turn), each at the machine's default threads. Reported: the median of the rounds' seconds, each
-round's ratio to the peer, and how many queries get the same k documents in the
-same order as `keras-cosent` (exact ties aside, the stacks' float32 sums can
-order two near-equal scores differently).
+per round, in turn), each at the machine's default threads. Reported: the
+median of the rounds' seconds, each round's ratio to the peer, and how many
+queries get the same k documents in the same order as `keras-cosent` (exact
+ties aside, the stacks' float32 sums can order two near-equal scores
+differently).
 
     python -m bench tool search-speed --out bench/results/search-speed.jsonl
 """
 
 import argparse
 import importlib.metadata
+import inspect
 import json
 import statistics
 import time
@@ -36,8 +39,19 @@ import time
 import numpy as np
 
 
-def full_sort_top_k(queries, corpus, k, chunk_size=16384, query_chunk_size=256):
+def top_k_chunks():
+    """`top_k`'s default `(query_chunk_size, chunk_size)`, which every method here uses."""
+    from keras_cosent.retrieval import top_k
+
+    defaults = inspect.signature(top_k).parameters
+    return defaults["query_chunk_size"].default, defaults["chunk_size"].default
+
+
+def full_sort_top_k(queries, corpus, k, chunk_size=None, query_chunk_size=None):
     """The previous `top_k`: every score of each chunk lexsorted with the running best."""
+    default_queries, default_chunk = top_k_chunks()
+    chunk_size = chunk_size or default_chunk
+    query_chunk_size = query_chunk_size or default_queries
     k = min(int(k), corpus.shape[0])
     out_scores = np.empty((queries.shape[0], k), dtype=np.float32)
     out_index = np.empty((queries.shape[0], k), dtype=np.int64)
@@ -86,9 +100,10 @@ def methods(full_sort):
     def products_only(q, c, k):
         # top_k's normalisation and chunked products, nothing selected: the floor.
         q, c = _normalize(q), _normalize(c)
-        for q0 in range(0, q.shape[0], 256):
-            for c0 in range(0, c.shape[0], 16384):
-                q[q0 : q0 + 256] @ c[c0 : c0 + 16384].T
+        query_chunk, chunk = top_k_chunks()
+        for q0 in range(0, q.shape[0], query_chunk):
+            for c0 in range(0, c.shape[0], chunk):
+                q[q0 : q0 + query_chunk] @ c[c0 : c0 + chunk].T
         return None
 
     def with_faiss(q, c, k):

@@ -4,12 +4,14 @@ The search runs in NumPy on the host: `encoder.encode` already returns NumPy
 arrays, the work is one matrix product per chunk plus a partial sort, and keeping
 it off the accelerator means a 1M-document corpus never has to fit in device
 memory. Memory is bounded: one `query_chunk_size x chunk_size` block of scores
-(float32) lives at once, its k best per row picked by partition (linear time)
-before anything is sorted, so that only `2k` candidates per row are sorted (a
-row whose k-th score ties with a column left out is sorted in full, to keep
-the lowest indices); a full queries x corpus matrix is never allocated. With
-`use_faiss=True` (or `None` when `faiss` imports) an exact `faiss.IndexFlatIP`
-is used instead.
+(float32) lives at once, and a full queries x corpus matrix is never
+allocated. Nothing is sorted whole: in each block, the columns that beat a
+query's running k-th best are found with one comparison and only those are
+sorted with the best so far; a query chunk's first block (or a block where too
+many columns pass) is cut to its k best by partition (linear time) first. A
+row whose k-th score ties with a column left out is sorted in full, so that
+ties keep the lowest corpus index. With `use_faiss=True` (or `None` when
+`faiss` imports) an exact `faiss.IndexFlatIP` is used instead.
 """
 
 import numpy as np
@@ -104,8 +106,8 @@ def top_k(
         k: how many results per query (clipped to `num_docs`).
         chunk_size: corpus rows scored at once.
         query_chunk_size: query rows scored at once. Peak extra memory is about
-            `query_chunk_size * chunk_size * 17` bytes (the scores, their
-            negation and the partition's int64 order): 70 MB at the defaults.
+            `query_chunk_size * chunk_size * 13` bytes (the scores, the
+            partition's int64 order and a mask): 55 MB at the defaults.
         normalize: L2-normalise both sides first (cosine similarity).
         use_faiss: `True` to use `faiss.IndexFlatIP` (exact), `None` to use it
             when installed, `False` (default) for the NumPy path.

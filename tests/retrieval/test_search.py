@@ -98,8 +98,8 @@ def test_peak_memory_is_bounded_by_chunks():
     top_k(q, c, k=10, chunk_size=500, query_chunk_size=32, normalize=False)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    # Bound: one query chunk x chunk of scores, their negation and the partition's
-    # order (~ 32 * 500 * 17 B = 0.3 MB) plus the output; far below the full matrix.
+    # Bound: one query chunk x chunk of scores, the partition's order and a mask
+    # (~ 32 * 500 * 13 B = 0.2 MB) plus the output; far below the full matrix.
     assert peak < 1024 * 1024, peak
     assert peak < full_matrix_bytes / 8
 
