@@ -34,8 +34,23 @@ def evaluate_sts(encoder, dataset, batch_size=64):
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)
 
 
+def identical_ids_note(dataset, option):
+    """The note for a split whose queries share ids with its documents, else None.
+
+    BEIR's evaluation leaves a query's own document out of its ranking
+    (`ignore_identical_ids`); without `--ignore-identical-ids` it is ranked, as
+    sentence-transformers' evaluator and trec_eval on the plain run do.
+    """
+    shared = len(dataset.shared_ids)
+    if not shared:
+        return None
+    return (f"{shared} of {len(dataset.queries)} queries of {option} share their id with a "
+            "document (in BEIR's ArguAna and Quora that document is the query itself); BEIR "
+            "leaves such documents out of the ranking: --ignore-identical-ids does the same")
+
+
 def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=False,
-                       use_faiss=False):
+                       use_faiss=False, ignore_identical_ids=False):
     """Retrieval metrics (x 100) of the encoder's cosine ranking on a BEIR split.
 
     Args:
@@ -45,6 +60,8 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
         top_k: documents retrieved per query (>= 100, so that MAP@100 is whole).
         per_query: also return each query's figures under `"per_query"`.
         use_faiss: search with faiss' exact index instead of NumPy (`top_k`).
+        ignore_identical_ids: leave each query's own document (same id) out of
+            its ranking, as BEIR does.
 
     Returns:
         `{"queries": int, "documents": int, "ndcg@10": float, ...}`: every
@@ -58,6 +75,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
     evaluator = RetrievalEvaluator.from_dataset(
         dataset, encoder=encoder, batch_size=batch_size,
         k_values=RETRIEVAL_CUTOFFS + (top_k,), verbose=0, use_faiss=use_faiss,
+        ignore_identical_ids=ignore_identical_ids,
     )
     scores, per = evaluator.evaluate(per_query=True)
     result = {

@@ -199,6 +199,19 @@ def faiss_option(function):
     )(function)
 
 
+def identical_ids_option(what):
+    """`--ignore-identical-ids`: leave each query's own document out of `what`."""
+    return click.option(
+        "--ignore-identical-ids",
+        is_flag=True,
+        default=False,
+        show_default=True,
+        help=f"Leave a query's own document (the corpus document with the query's id: in "
+        f"BEIR's ArguAna and Quora every query is also a document) out of {what}, as "
+        "BEIR's evaluation does.",
+    )
+
+
 def _check_faiss(ctx, param, value):
     if value:
         try:

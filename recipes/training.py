@@ -30,6 +30,7 @@ from recipes import reporting
 from recipes.errors import CliError
 from recipes.evaluation import evaluate_retrieval
 from recipes.evaluation import evaluate_sts
+from recipes.evaluation import identical_ids_note
 from recipes.model_loading import ENCODER_FILE
 from recipes.model_loading import load_encoder
 from recipes.options import fraction_or_none
@@ -160,6 +161,12 @@ def read_retrieval_splits(config, env):
         env.note(f"--dev-retrieval-holdout: {size} of {size + len(train.queries)} queries of "
                  f"--train-retrieval held out as the dev split ({len(dev.corpus)} documents); "
                  f"training on the other {len(train.queries)}")
+    if not config.get("ignore_identical_ids"):
+        dev_option = "--dev-retrieval-holdout" if size is not None else "--dev-retrieval"
+        for data, option in ((train, "--train-retrieval"), (dev, dev_option)):
+            note = identical_ids_note(data, option) if data is not None else None
+            if note:
+                env.note(note)
     return train, dev
 
 
@@ -196,6 +203,7 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
                 data.queries, data.corpus, data.qrels, encoder=encoder, num_negatives=count,
                 range_max=MINE_RANGE_MAX, relative_margin=fraction_or_none(config["mine_relative_margin"]),
                 fill=None if fill == "none" else fill, seed=config["seed"], batch_size=64,
+                ignore_identical_ids=config.get("ignore_identical_ids", False),
             )
             if report["filled_rows"]:
                 env.note(f"{report['filled_rows']} of {report['rows']} rows had fewer than "
@@ -394,10 +402,14 @@ def _train_encoder(config, directory, env, backup_dir):
         callbacks.append(
             SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
         )
+    ignore_identical_ids = config.get("ignore_identical_ids", False)
     if dev_retrieval is not None:
-        results["dev_retrieval_before_training"] = evaluate_retrieval(encoder, dev_retrieval)
+        results["dev_retrieval_before_training"] = evaluate_retrieval(
+            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids
+        )
         callbacks.append(RetrievalEvaluator.from_dataset(
-            dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS
+            dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS,
+            ignore_identical_ids=ignore_identical_ids,
         ))
     if config.get("collapse_guard"):
         # After the evaluators, so that they score the trained weights, not the
@@ -469,7 +481,9 @@ def _train_encoder(config, directory, env, backup_dir):
     if test is not None:
         results["test"] = evaluate_sts(encoder, test)
     if dev_retrieval is not None:
-        results["dev_retrieval"] = evaluate_retrieval(encoder, dev_retrieval)
+        results["dev_retrieval"] = evaluate_retrieval(
+            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids
+        )
 
     save_encoder(encoder, directory, config)
     # Correlations and retrieval metrics (keys ending in @k) x 100, as in the tables.

@@ -33,6 +33,10 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         batch_size: encoding batch size.
         chunk_size: corpus rows scored at once.
         use_faiss: passed to `top_k`.
+        ignore_identical_ids: leave out of each query's ranking the document
+            whose id is the query's own, as BEIR's evaluation does by default
+            (sets such as ArguAna and Quora hold every query in the corpus too;
+            `keras_cosent.retrieval.run_from_top_k`).
         verbose: 0 or 1.
 
     Call arguments: used by `model.fit(callbacks=[...])`.
@@ -62,6 +66,7 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         batch_size=32,
         chunk_size=16384,
         use_faiss=False,
+        ignore_identical_ids=False,
         verbose=0,
     ):
         super().__init__()
@@ -89,6 +94,7 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         self.batch_size = batch_size
         self.chunk_size = chunk_size
         self.use_faiss = use_faiss
+        self.ignore_identical_ids = bool(ignore_identical_ids)
         self.verbose = verbose
         self.history = []
 
@@ -119,10 +125,14 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         encoder = self._resolve_encoder()
         q = np.asarray(encoder.encode(self.query_texts, batch_size=self.batch_size))
         c = np.asarray(encoder.encode(self.corpus_texts, batch_size=self.batch_size))
+        # One more when the query's own document is dropped from its ranking.
+        depth = max(self.k_values) + self.ignore_identical_ids
         scores, indices = top_k(
-            q, c, max(self.k_values), chunk_size=self.chunk_size, use_faiss=self.use_faiss
+            q, c, depth, chunk_size=self.chunk_size, use_faiss=self.use_faiss
         )
-        run = run_from_top_k(self.query_ids, self.corpus_ids, scores, indices)
+        run = run_from_top_k(self.query_ids, self.corpus_ids, scores, indices,
+                             ignore_identical_ids=self.ignore_identical_ids,
+                             depth=max(self.k_values))
         return retrieval_metrics(run, self.qrels, k_values=self.k_values, per_query=per_query)
 
     def on_epoch_end(self, epoch, logs=None):

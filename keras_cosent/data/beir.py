@@ -41,6 +41,11 @@ class RetrievalDataset:
     def query_ids(self):
         return list(self.queries)
 
+    @property
+    def shared_ids(self):
+        """Ids of queries that are also corpus ids (in BEIR's ArguAna and Quora, every query)."""
+        return [q for q in self.queries if q in self.corpus]
+
 
 def _json_objects(path):
     """Yields `(line_number, object)` for each non-blank line of a JSON-lines file."""

@@ -26,6 +26,7 @@ document (trec_eval's averaging over judged queries; a judged query missing
 from the run counts 0).
 """
 
+import itertools
 import math
 
 import numpy as np
@@ -33,14 +34,39 @@ import numpy as np
 METRICS = ("ndcg", "mrr", "recall", "precision", "map", "accuracy")
 
 
-def run_from_top_k(query_ids, corpus_ids, scores, indices):
-    """Turns `top_k`'s `(scores, indices)` into a run `{query_id: {doc_id: score}}`."""
+def run_from_top_k(query_ids, corpus_ids, scores, indices, ignore_identical_ids=False,
+                   depth=None):
+    """Turns `top_k`'s `(scores, indices)` into a run `{query_id: {doc_id: score}}`.
+
+    With `ignore_identical_ids`, a query's run leaves out the document whose id
+    is the query's own, as BEIR's exact search and evaluation do by default
+    (`ignore_identical_ids=True` there): in sets such as ArguAna and Quora every
+    query is also a corpus document, which would otherwise rank first. Search
+    one more document than the run should hold.
+
+    `depth` is how many documents each query keeps, the first in rank order;
+    by default every column of `indices`, one fewer with `ignore_identical_ids`.
+
+    Example:
+
+    >>> from keras_cosent.retrieval import run_from_top_k
+    >>> run_from_top_k(["a"], ["a", "b", "c"], [[1.0, 0.5, 0.2]], [[0, 1, 2]],
+    ...                ignore_identical_ids=True)
+    {'a': {'b': 0.5, 'c': 0.2}}
+    """
     scores = np.asarray(scores)
     indices = np.asarray(indices)
-    return {
-        str(qid): {str(corpus_ids[j]): float(s) for s, j in zip(row_s, row_i)}
-        for qid, row_s, row_i in zip(query_ids, scores, indices)
-    }
+    if depth is None:
+        columns = indices.shape[1] if indices.ndim == 2 else 0
+        depth = max(columns - int(bool(ignore_identical_ids)), 0)
+    run = {}
+    for qid, row_s, row_i in zip(query_ids, scores, indices):
+        qid = str(qid)
+        hits = ((str(corpus_ids[j]), float(s)) for s, j in zip(row_s, row_i))
+        if ignore_identical_ids:
+            hits = ((d, s) for d, s in hits if d != qid)
+        run[qid] = dict(itertools.islice(hits, int(depth)))
+    return run
 
 
 def _ranked(docs):

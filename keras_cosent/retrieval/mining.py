@@ -18,6 +18,10 @@ negative; a trainer that drops such rows then never sees most of its data.
 from the rest of the corpus: never a known positive, never a candidate the
 margin would drop (each draw is scored against the query); these are about as
 easy as in-batch negatives, so the row trains as it would without mining.
+
+`ignore_identical_ids=True` also treats the document whose id is the query's
+own as off limits, as BEIR's search does: in sets whose queries are corpus
+documents too (ArguAna, Quora) it is the query itself, the worst negative.
 """
 
 import numpy as np
@@ -71,6 +75,7 @@ def mine_hard_negatives(
     batch_size=32,
     chunk_size=16384,
     use_faiss=False,
+    ignore_identical_ids=False,
 ):
     """Mines hard negatives; returns `(rows, report)`.
 
@@ -90,6 +95,8 @@ def mine_hard_negatives(
             (missing negatives are drawn at random, seeded by `seed`, from the
             corpus documents that are neither known positives of the query
             nor rejected by the margins).
+        ignore_identical_ids: never take the document whose id is the query's
+            id as a negative (with lists, ids are positions).
 
     Returns:
         `rows`: lists `[query, positive, negative_1, ...]`, one per (query,
@@ -152,14 +159,16 @@ def mine_hard_negatives(
     q = _normalize(query_embeddings)
     c = _normalize(corpus_embeddings)
     max_pos = max((len(p) for p in positive_index), default=0)
-    k = min(int(range_max) + max_pos, c.shape[0])
+    own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
+    k = min(int(range_max) + max_pos + bool(ignore_identical_ids), c.shape[0])
     scores, indices = top_k(q, c, k, chunk_size=chunk_size, normalize=False, use_faiss=use_faiss)
     rng = np.random.default_rng(seed)
     rows, short_rows, short_queries, filled_rows = [], 0, set(), 0
     for qi, pos in enumerate(positive_index):
         pos_set = set(pos)
+        off_limits = pos_set | ({own[qi]} if own[qi] is not None else set())
         candidates = [
-            (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in pos_set
+            (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in off_limits
         ][int(range_min) : int(range_max)]
         for p in pos:
             pos_score = float(q[qi] @ c[p])
@@ -179,7 +188,7 @@ def mine_hard_negatives(
                 short_rows += 1
                 short_queries.add(query_ids[qi])
                 if fill == "random":
-                    taken = list(pos_set | set(kept))
+                    taken = list(off_limits | set(kept))
 
                     def acceptable():
                         # passes() is a plain True when no margin applies: one per document.

@@ -18,6 +18,7 @@ from recipes.options import FORMATS
 from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import faiss_option
+from recipes.options import identical_ids_option
 from recipes.options import max_length_option
 from recipes.options import parse_text_columns
 from recipes.options import text_column_options
@@ -33,6 +34,7 @@ OPTION_TASKS = {
     "top_k": ("retrieval",),
     "per_query": ("retrieval",),
     "use_faiss": ("retrieval",),
+    "ignore_identical_ids": ("retrieval",),
 }
 CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
 
@@ -63,11 +65,12 @@ CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
               "MAP@100 into the --json file (\"per_query\"), to compare two models "
               "query by query.")
 @faiss_option
+@identical_ids_option("its ranking (--task retrieval)")
 @backend_option
 @pass_environment
 @click.pass_context
 def evaluate(ctx, env, model, data, task, format, text_columns, label_column, split, top_k,
-             batch_size, max_length, json_path, per_query, use_faiss):
+             batch_size, max_length, json_path, per_query, use_faiss, ignore_identical_ids):
     """Evaluate MODEL on DATA.
 
     \b
@@ -128,15 +131,21 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         from recipes.data_loading import read_retrieval_folder
         from recipes.data_loading import retrieval_split
         from recipes.evaluation import evaluate_retrieval
+        from recipes.evaluation import identical_ids_note
 
         split = retrieval_split(data, split, option="DATA")
         dataset = read_retrieval_folder(data, split, option="DATA")
+        note = None if ignore_identical_ids else identical_ids_note(dataset, "DATA")
+        if note:
+            env.note(note)
         encoder = load_encoder(model, max_length=max_length)
         result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k,
-                                    per_query=per_query, use_faiss=use_faiss)
+                                    per_query=per_query, use_faiss=use_faiss,
+                                    ignore_identical_ids=ignore_identical_ids)
         name = f"{os.path.basename(os.path.normpath(data))} ({split})"
         record = {"model": model, "data": os.path.abspath(data), "task": task, "split": split,
-                  "top_k": top_k, "search": "faiss" if use_faiss else "numpy", **result}
+                  "top_k": top_k, "search": "faiss" if use_faiss else "numpy",
+                  "ignore_identical_ids": ignore_identical_ids, **result}
         result = {key: value for key, value in result.items() if key != "per_query"}
     env.log(results_table({name: result}))
     if json_path is not None:

@@ -17,6 +17,7 @@ from recipes.options import INPUT_FILE
 from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import faiss_option
+from recipes.options import identical_ids_option
 from recipes.options import max_length_option
 from recipes.output_files import refuse_existing
 from recipes.output_files import write_atomically
@@ -60,11 +61,12 @@ from recipes.output_files import write_atomically
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace an existing --output.")
 @faiss_option
+@identical_ids_option("its negatives")
 @backend_option
 @pass_environment
 def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, range_max,
          margin, relative_margin, sampling, fill, seed, batch_size, max_length, overwrite,
-         use_faiss):
+         use_faiss, ignore_identical_ids):
     """Mine hard negatives for each (query, positive) with MODEL.
 
     For each query the corpus is ranked by cosine; its known positives are
@@ -83,6 +85,12 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
             f"--range-min {range_min} should be below --range-max {range_max}",
             param_hint="--range-min",
         )
+    if ignore_identical_ids and qrels is None:
+        raise click.BadParameter(
+            "matches query ids to document ids, which pair only through --qrels; give "
+            "--qrels (without it, query line i pairs with document line i)",
+            param_hint="--ignore-identical-ids",
+        )
     refuse_existing(output, overwrite)
     env.activate_backend()
     import numpy as np
@@ -90,6 +98,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     from keras_cosent.data import read_retrieval_files
     from keras_cosent.data import write_retrieval_triplets
     from keras_cosent.retrieval import mine_hard_negatives
+    from recipes.evaluation import identical_ids_note
     from recipes.model_loading import load_encoder
 
     data = read_retrieval_files(corpus, queries, qrels)
@@ -106,6 +115,9 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         if not data.qrels:
             raise CliError(f"--qrels {qrels}: no query has a positive (score >= 1)")
         queries_arg, corpus_arg, positives = data.queries, data.corpus, data.qrels
+        note = None if ignore_identical_ids else identical_ids_note(data, "--queries")
+        if note:
+            env.note(note)
     query_texts = list(data.queries.values())
     encoder = load_encoder(model, max_length=max_length)
     env.note(f"encoding {len(query_texts)} queries and {len(data.corpus)} documents")
@@ -120,6 +132,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         num_negatives=num_negatives, range_min=range_min, range_max=range_max,
         margin=margin, relative_margin=relative_margin, sampling=sampling,
         fill=None if fill == "none" else fill, seed=seed, use_faiss=use_faiss,
+        ignore_identical_ids=ignore_identical_ids,
     )
     write_atomically(output, lambda path: write_retrieval_triplets(rows, path))
     env.log(

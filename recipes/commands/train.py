@@ -26,6 +26,7 @@ from recipes.options import POSITIVE_FLOAT
 from recipes.options import TRIPLET_DISTANCES
 from recipes.options import _check_text_columns
 from recipes.options import backend_option
+from recipes.options import identical_ids_option
 from recipes.options import text_column_options
 from recipes.multi_dataset import SAMPLINGS
 from recipes.multi_dataset import _check_stage_epochs
@@ -170,6 +171,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="When mining, drop candidates whose cosine exceeds the positive's times "
               "(1 - this): the nearest neighbours are often unlabelled positives. 'off' keeps "
               "them even under a recipe that sets a margin.")
+@identical_ids_option("the --dev-retrieval ranking and the negatives mined for --train-retrieval")
 @click.option("--keep-best", type=click.Choice(KEEP_BEST_METRICS), default=None,
               show_default="the last epoch",
               help="Save the weights of the epoch with the highest value of this dev metric "
@@ -444,6 +446,12 @@ def check_combinations(ctx, options):
                     "applies to --train-retrieval only (mining hard negatives for it)",
                     param_hint=flag,
                 )
+    if (options["ignore_identical_ids"] and options["train_retrieval"] is None
+            and not has_dev_retrieval(options)):
+        raise click.BadParameter(
+            "applies to retrieval data only; give --train-retrieval or --dev-retrieval",
+            param_hint="--ignore-identical-ids",
+        )
     if options["recipe"] is not None:
         missing = [name for name in RECIPES[options["recipe"]].requires
                    if all(options[n] is None for n in _alternatives(name))]

@@ -46,14 +46,15 @@ class Holder(keras.Model):
         return self.dense(x)
 
 
-def reference(encoder, queries, corpus, qrels):
+def reference(encoder, queries, corpus, qrels, ignore_identical_ids=False):
     q = np.asarray(encoder.encode(list(queries.values())))
     c = np.asarray(encoder.encode(list(corpus.values())))
     q = q / np.linalg.norm(q, axis=1, keepdims=True)
     c = c / np.linalg.norm(c, axis=1, keepdims=True)
     s = q @ c.T
     ids = list(corpus)
-    run = {qid: {ids[j]: float(s[i, j]) for j in range(len(ids))}
+    run = {qid: {ids[j]: float(s[i, j]) for j in range(len(ids))
+                 if not (ignore_identical_ids and ids[j] == qid)}
            for i, qid in enumerate(queries)}
     per = pytrec_eval.RelevanceEvaluator(
         qrels, {"ndcg_cut.10", "recall.10", "map_cut.100"}).evaluate(run)
@@ -90,3 +91,21 @@ def test_from_dataset_with_explicit_encoder_and_errors():
         RetrievalEvaluator(queries, corpus, qrels).evaluate()
     with pytest.raises(ValueError, match="has a relevant document"):
         RetrievalEvaluator(queries, corpus, {"q0": {"d1": 0}})
+
+
+def test_ignore_identical_ids_leaves_each_query_s_own_document_out():
+    # ArguAna-like: every query is also a corpus document, with the same id and text.
+    _, corpus, _ = data(2)
+    rng = np.random.default_rng(2)
+    queries = {d: corpus[d] for d in list(corpus)[:8]}
+    qrels = {q: {f"d{j}": 1 for j in rng.choice(30, 2, replace=False) if f"d{j}" != q}
+             for q in queries}
+    encoder = tiny_encoder()
+    with_self = RetrievalEvaluator(queries, corpus, qrels, encoder=encoder).evaluate()
+    without = RetrievalEvaluator(queries, corpus, qrels, encoder=encoder,
+                                 ignore_identical_ids=True).evaluate()
+    for flag, values in ((False, with_self), (True, without)):
+        for key, value in reference(encoder, queries, corpus, qrels, flag).items():
+            assert values[key] == pytest.approx(value, abs=1e-5), (flag, key)
+    # Each query ranks itself first, a document no qrel names: MRR@1 is 0 with it.
+    assert with_self["mrr@1"] == 0.0 and without["ndcg@10"] > with_self["ndcg@10"]

@@ -67,8 +67,9 @@ def subset_beir(source, split, destination, num_queries, num_docs, include=()):
     return write_beir(destination, split, {q: queries[q] for q in kept}, sub_corpus, sub_qrels)
 
 
-def reference_metrics(encoder, folder, split, depth=100):
-    """nDCG@10, MRR@10, Recall@10, MAP@100 from a full NumPy cosine matrix and pytrec_eval."""
+def reference_metrics(encoder, folder, split, depth=100, ignore_identical_ids=False):
+    """nDCG@10, MRR@10, Recall@10, MAP@100 from a full NumPy cosine matrix and pytrec_eval
+    (with `ignore_identical_ids`, each query's ranking leaves out the document of its id)."""
     import pytrec_eval
 
     queries, corpus, qrels = read_beir_folder(folder, split)
@@ -83,7 +84,8 @@ def reference_metrics(encoder, folder, split, depth=100):
 
     def run(k):
         return {
-            qid: {doc_ids[j]: float(cosines[i, j]) for j in order[i, :k]}
+            qid: {doc_ids[j]: float(cosines[i, j]) for j in [
+                j for j in order[i] if not (ignore_identical_ids and doc_ids[j] == qid)][:k]}
             for i, qid in enumerate(query_ids)
         }
 
@@ -174,6 +176,39 @@ def test_faiss_search_gives_the_numpy_search_figures(cli, shared_data, tmp_path,
                  "--corpus", folder / "corpus.jsonl", "-o", missing, "--faiss")
     assert_one_line_error(result, "--faiss")
     assert "keras-cosent[faiss]" in result.output and not missing.exists()
+
+
+def with_queries_in_corpus(source, split, destination):
+    """The BEIR folder `source` with every query added to the corpus under its own id,
+    as BEIR's ArguAna and Quora hold them."""
+    queries, corpus, qrels = read_beir_folder(source, split)
+    return write_beir(destination, split, queries, {**corpus, **queries}, qrels)
+
+
+def test_evaluate_ignore_identical_ids_leaves_the_query_itself_out(cli, minilm, shared_data,
+                                                                  tmp_path):
+    plain = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
+                        num_queries=30, num_docs=120)
+    folder = with_queries_in_corpus(plain, "test", tmp_path / "arguana-like")
+
+    result, record = evaluate_retrieval_cli(cli, folder, tmp_path)
+    assert record["ignore_identical_ids"] is False and record["documents"] == 150
+    assert "30 of 30 queries of DATA share their id with a document" in result.output
+    assert "--ignore-identical-ids" in result.output
+    for key, value in reference_metrics(minilm, folder, "test").items():
+        assert record[key] == pytest.approx(value, abs=1e-4), key
+    assert record["mrr@1"] == 0.0  # every query finds itself first, a document no qrel names
+
+    result, ignored = evaluate_retrieval_cli(cli, folder, tmp_path, "--ignore-identical-ids")
+    assert ignored["ignore_identical_ids"] is True
+    assert "share their id" not in result.output
+    for key, value in reference_metrics(minilm, folder, "test", ignore_identical_ids=True).items():
+        assert ignored[key] == pytest.approx(value, abs=1e-4), key
+    assert ignored["ndcg@10"] > record["ndcg@10"] + 10
+
+    # Sets whose ids differ get no note.
+    result, _ = evaluate_retrieval_cli(cli, plain, tmp_path)
+    assert "share their id" not in result.output
 
 
 def test_evaluate_retrieval_per_query_equals_pytrec_eval(cli, minilm, shared_data, tmp_path):
@@ -476,6 +511,36 @@ def test_mine_errors_name_the_input_and_leave_no_output(cli, tiny_checkpoint, tm
     assert [p.name for p in output.parent.iterdir()] == ["rows.jsonl"]
 
 
+def test_mine_ignore_identical_ids_never_mines_the_query_itself(cli, tiny_checkpoint, tmp_path):
+    rows = demo_rows("dev")[:12]
+    queries = {f"q{i}": first for i, (first, _, _) in enumerate(rows)}
+    # Each query is also a document (same id, same text), as in BEIR's ArguAna.
+    corpus = {**{f"d{i}": second for i, (_, second, _) in enumerate(rows)}, **queries}
+    folder = write_beir(tmp_path / "beir", "dev", queries, corpus,
+                        {f"q{i}": {f"d{i}": 1} for i in range(len(rows))})
+    plain, ignored = tmp_path / "plain.jsonl", tmp_path / "ignored.jsonl"
+    result = mine_cli(cli, folder, plain, "--max-length", 16, model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert "12 of 12 queries of --queries share their id with a document" in result.output
+    # Without the option the query's own text, cosine 1, is its hardest "negative".
+    assert all(row["negatives"][0] == row["query"] for row in read_jsonl(plain))
+
+    result = mine_cli(cli, folder, ignored, "--max-length", 16, "--ignore-identical-ids",
+                      model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert "share their id" not in result.output
+    for row, before in zip(read_jsonl(ignored), read_jsonl(plain)):
+        assert row["query"] not in row["negatives"] and len(row["negatives"]) == 3
+        # The others keep their rank order: the next ones after the query itself.
+        assert row["negatives"][:2] == before["negatives"][1:]
+
+    result = cli("mine", tiny_checkpoint, "--queries", folder / "queries.jsonl",
+                 "--corpus", folder / "corpus.jsonl", "-o", tmp_path / "x.jsonl",
+                 "--ignore-identical-ids")
+    assert_one_line_error(result, "--ignore-identical-ids", "--qrels")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
 # --- train --dev-retrieval ----------------------------------------------------------
 
 
@@ -514,3 +579,59 @@ def test_train_logs_retrieval_metrics(cli, tiny_checkpoint, small_train, tmp_pat
     assert config["config"]["dev_retrieval_split"] == "dev"
     assert "dev_retrieval" in config["config"]["data_sha256"]
     assert f"--dev-retrieval {folder}" in config["command"]
+
+
+def test_train_ignore_identical_ids_scores_dev_as_evaluate_does(cli, tiny_checkpoint, small_train,
+                                                               tmp_path):
+    rows = demo_rows("dev")[:16]
+    queries = {f"q{i}": first for i, (first, _, _) in enumerate(rows)}
+    folder = write_beir(  # each query also a document of its own id, as in BEIR's ArguAna
+        tmp_path / "ir", "dev", queries,
+        {**{f"d{i}": second for i, (_, second, _) in enumerate(rows)}, **queries},
+        {f"q{i}": {f"d{i}": 1} for i in range(len(rows))},
+    )
+    result = cli("train", "--train", small_train, "--ignore-identical-ids",
+                 "--output", tmp_path / "refused")
+    assert_one_line_error(result, "--ignore-identical-ids", "--train-retrieval",
+                          "--dev-retrieval")
+
+    output = tmp_path / "run"
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--dev-retrieval", folder, "--ignore-identical-ids", "--epochs", 1,
+                 "--batch-size", 8, "--max-length", 16, "--output", output)
+    assert result.exit_code == 0, result.output
+    assert "share their id" not in result.output
+    final = json.loads((output / "results.json").read_text())["dev_retrieval"]
+    config = json.loads((output / "config.json").read_text())
+    assert config["config"]["ignore_identical_ids"] is True
+    assert "--ignore-identical-ids" in config["command"].split()
+    scored = {}
+    for flag in ((), ("--ignore-identical-ids",)):
+        out = tmp_path / f"evaluated{len(flag)}.json"
+        evaluated = cli("evaluate", output, folder, "--task", "retrieval", "--json", out, *flag)
+        assert evaluated.exit_code == 0, evaluated.output
+        scored[bool(flag)] = json.loads(out.read_text())
+    assert final["ndcg@10"] == pytest.approx(scored[True]["ndcg@10"])
+    assert final["mrr@1"] == pytest.approx(scored[True]["mrr@1"])
+    assert scored[False]["mrr@1"] == 0.0 and final["ndcg@10"] > scored[False]["ndcg@10"]
+
+
+def test_train_notes_queries_that_share_ids_with_documents(tmp_path):
+    from recipes.context import Environment
+    from recipes.training import read_retrieval_splits
+
+    folder = write_beir(tmp_path / "ir", "dev", {"a": "x", "b": "y"},
+                        {"a": "x", "c": "z", "d": "w"}, {"a": {"c": 1}, "b": {"d": 1}})
+    notes = []
+
+    class Recording(Environment):
+        def note(self, message):
+            notes.append(message)
+
+    config = {"dev_retrieval": str(folder), "dev_retrieval_split": "dev"}
+    read_retrieval_splits(config, Recording())
+    assert len(notes) == 1 and notes[0].startswith(
+        "1 of 2 queries of --dev-retrieval share their id with a document")
+    notes.clear()
+    read_retrieval_splits({**config, "ignore_identical_ids": True}, Recording())
+    assert notes == []

@@ -91,6 +91,41 @@ def test_from_top_k_equal_to_pytrec_eval_on_full_ranking():
     assert ours["map@100"] == pytest.approx(np.mean([r["map_cut_100"] for r in ref.values()]), abs=1e-12)
 
 
+@pytest.mark.parametrize("num_docs", [50, 8])
+def test_ignore_identical_ids_equals_pytrec_eval_on_the_full_ranking_without_self(num_docs):
+    """BEIR's ignore_identical_ids: each query's own document leaves its ranking.
+
+    Half the queries are corpus documents (ids shared, embeddings equal, so they
+    rank themselves first); the reference ranks every other document with a full
+    NumPy sort. With 8 documents the search is clipped to the corpus.
+    """
+    rng = np.random.default_rng(4)
+    corpus = rng.normal(size=(num_docs, 6))
+    corpus_ids = [f"d{i}" for i in range(num_docs)]
+    query_ids = [f"d{i}" for i in range(0, num_docs, 2)] + ["q_a", "q_b"]
+    queries = np.concatenate([corpus[::2], rng.normal(size=(2, 6))])
+    qrels = {q: {corpus_ids[j]: int(rng.integers(1, 4)) for j in rng.choice(num_docs, 3, replace=False)
+                 if corpus_ids[j] != q} for q in query_ids}
+    depth = 20
+    cosines = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ (
+        corpus / np.linalg.norm(corpus, axis=1, keepdims=True)).T
+    expected_run = {}
+    for i, qid in enumerate(query_ids):
+        others = [j for j in np.argsort(-cosines[i], kind="stable") if corpus_ids[j] != qid]
+        expected_run[qid] = {corpus_ids[j]: float(cosines[i, j]) for j in others[:depth]}
+    scores, indices = top_k(queries, corpus, k=depth + 1)
+    run = run_from_top_k(query_ids, corpus_ids, scores, indices, ignore_identical_ids=True,
+                         depth=depth)
+    assert {q: list(d) for q, d in run.items()} == {q: list(d) for q, d in expected_run.items()}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.5"}).evaluate(expected_run)
+    ours = retrieval_metrics(run, qrels, [5, 10])
+    assert ours["ndcg@10"] == pytest.approx(np.mean([r["ndcg_cut_10"] for r in ref.values()]), abs=1e-6)
+    assert ours["recall@5"] == pytest.approx(np.mean([r["recall_5"] for r in ref.values()]), abs=1e-6)
+    # Without the option each shared-id query finds itself first.
+    plain = run_from_top_k(query_ids, corpus_ids, scores, indices)
+    assert all(next(iter(plain[q])) == q for q in query_ids if q.startswith("d"))
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="Unknown metric"):
         retrieval_metrics({}, {}, metrics=["bogus"])

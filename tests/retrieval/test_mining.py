@@ -125,3 +125,22 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown documents"):
         mine_hard_negatives({"q": "x"}, CORPUS, {"q": {"nope": 1}},
                             query_embeddings=Q_EMB, corpus_embeddings=C_EMB)
+
+
+def test_ignore_identical_ids_never_takes_the_query_itself():
+    # ArguAna-like: the query "q" is also the corpus document "q" (the same text, angle 0).
+    corpus = {"q": "the query", **CORPUS}
+    c_emb = np.concatenate([Q_EMB, C_EMB])
+    qrels = {"q": {"pos": 1}}
+    kwargs = dict(query_embeddings=Q_EMB, corpus_embeddings=c_emb, num_negatives=2)
+    rows, _ = mine_hard_negatives({"q": "the query"}, corpus, qrels, **kwargs)
+    assert rows[0][2:] == ["the query", "text unlabelled_dup"]  # itself, the nearest
+    rows, _ = mine_hard_negatives({"q": "the query"}, corpus, qrels, ignore_identical_ids=True,
+                                  **kwargs)
+    assert rows[0][2:] == ["text unlabelled_dup", "text other_pos"]
+    # Nor drawn by the random fill: asked for every other document, it gets all but itself.
+    rows, report = mine_hard_negatives(
+        {"q": "the query"}, corpus, qrels, ignore_identical_ids=True, fill="random",
+        query_embeddings=Q_EMB, corpus_embeddings=c_emb, num_negatives=len(corpus), range_max=2)
+    assert sorted(rows[0][2:]) == sorted(t for d, t in corpus.items() if d not in ("q", "pos"))
+    assert report["short_rows"] == 1 and report["filled_rows"] == 0
