@@ -9,7 +9,9 @@ option and the file. The demo set packaged in `recipes/data/` stands in when
 Imported lazily by the commands (keras_cosent imports keras).
 """
 
+import contextlib
 import pathlib
+import warnings
 
 import numpy as np
 
@@ -73,15 +75,65 @@ def retrieval_split(folder, split=None, option="FOLDER", split_option="--split")
     return split
 
 
-def read_retrieval_folder(folder, split=None, option="FOLDER", split_option="--split"):
-    """A `RetrievalDataset` from a BEIR folder, with errors naming `option` and the folder."""
+def read_retrieval_folder(folder, split=None, option="FOLDER", split_option="--split",
+                          unknown_ids="error", env=None):
+    """A `RetrievalDataset` from a BEIR folder, with errors naming `option` and the folder.
+
+    With `env`, what the reader warns of (queries skipped, rows naming missing
+    ids) is shown as `env.note`s.
+    """
     from keras_cosent.data import read_beir
 
     split = retrieval_split(folder, split, option, split_option)
+    with unknown_ids_hint(), reader_notes(env):
+        try:
+            return read_beir(folder, split, unknown_ids=unknown_ids)
+        except FileNotFoundError as error:
+            raise CliError(f"{option} {folder}: {error}") from None
+
+
+@contextlib.contextmanager
+def reader_notes(env):
+    """Shows the `UserWarning`s raised in the block as `env.note`s (none: left as warnings)."""
+    if env is None:
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        if issubclass(warning.category, UserWarning):
+            env.note(str(warning.message))
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
+
+
+def training_judgements(data, env, option):
+    """`data` with only judgements of documents its corpus holds, saying how many went."""
+    trainable = data.judged_in_corpus()
+    dropped = (sum(len(j) for j in data.qrels.values())
+               - sum(len(j) for j in trainable.qrels.values()))
+    if dropped:
+        env.note(f"{option}: {dropped} judgement(s) name documents missing from the corpus "
+                 "and make no training row")
+    return trainable
+
+
+@contextlib.contextmanager
+def unknown_ids_hint():
+    """Adds to a qrels row's "unknown ... id" error the option that reads past it."""
+    from keras_cosent.data import DataFormatError
+
     try:
-        return read_beir(folder, split)
-    except FileNotFoundError as error:
-        raise CliError(f"{option} {folder}: {error}") from None
+        yield
+    except DataFormatError as error:
+        if not error.reason.startswith("unknown "):
+            raise
+        raise DataFormatError(
+            error.path, error.line,
+            f"{error.reason} (--unknown-ids report reads on past such rows)",
+        ) from None
 
 
 def read_labelled_texts(path, format=None, text_column="text", label_column="label",

@@ -212,6 +212,21 @@ def identical_ids_option(what):
     )
 
 
+def unknown_ids_option(function):
+    """`--unknown-ids`: what a qrels row naming a missing query or document does."""
+    return click.option(
+        "--unknown-ids",
+        type=click.Choice(("error", "report")),
+        default="error",
+        show_default=True,
+        help="qrels rows naming a query or document that queries.jsonl or corpus.jsonl "
+        "lacks: 'error' stops at the first, naming file and line; 'report' reads on and "
+        "counts them (BEIR's ArguAna judges a document its corpus lacks): an unknown "
+        "query's rows are left out, an unknown document stays relevant and is never "
+        "retrieved, as BEIR's evaluation counts it, and trains nothing.",
+    )(function)
+
+
 def _check_faiss(ctx, param, value):
     if value:
         try:

@@ -143,14 +143,16 @@ def read_retrieval_splits(config, env):
     from keras_cosent.data import hold_out_queries
 
     train = dev = None
+    unknown_ids = config.get("unknown_ids", "error")
     if config.get("train_retrieval") is not None:
-        train = data_loading.read_retrieval_folder(
+        train = data_loading.training_judgements(data_loading.read_retrieval_folder(
             config["train_retrieval"], config["train_retrieval_split"], "--train-retrieval",
-            "--train-retrieval-split",
-        )
+            "--train-retrieval-split", unknown_ids=unknown_ids, env=env,
+        ), env, "--train-retrieval")
     if config.get("dev_retrieval") is not None:
         dev = data_loading.read_retrieval_folder(
-            config["dev_retrieval"], config["dev_retrieval_split"], "--dev-retrieval"
+            config["dev_retrieval"], config["dev_retrieval_split"], "--dev-retrieval",
+            unknown_ids=unknown_ids, env=env,
         )
     size = config.get("dev_retrieval_holdout")
     if size is not None:

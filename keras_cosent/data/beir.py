@@ -46,6 +46,23 @@ class RetrievalDataset:
         """Ids of queries that are also corpus ids (in BEIR's ArguAna and Quora, every query)."""
         return [q for q in self.queries if q in self.corpus]
 
+    def judged_in_corpus(self):
+        """This split with only the judgements of documents that the corpus holds.
+
+        `read_beir(..., unknown_ids="report")` keeps judgements of documents
+        missing from the corpus, as BEIR's evaluation does (relevant, never
+        retrieved); they cannot make training rows or mined negatives. Queries
+        left with no relevant document are dropped and added to `skipped`.
+        """
+        qrels = {q: {d: s for d, s in judged.items() if d in self.corpus}
+                 for q, judged in self.qrels.items()}
+        dropped = [q for q, judged in qrels.items() if not any(s >= 1 for s in judged.values())]
+        qrels = {q: judged for q, judged in qrels.items() if q not in dropped}
+        return RetrievalDataset(
+            corpus=self.corpus, queries={q: self.queries[q] for q in qrels}, qrels=qrels,
+            source=self.source, skipped=self.skipped + dropped,
+        )
+
 
 def _json_objects(path):
     """Yields `(line_number, object)` for each non-blank line of a JSON-lines file."""
@@ -86,13 +103,21 @@ def _read_jsonl(path, fields):
     return rows
 
 
-def read_beir(folder, split="test"):
+def read_beir(folder, split="test", unknown_ids="error"):
     """Reads a BEIR-layout folder into a `RetrievalDataset`.
 
     Raises `DataFormatError` naming file and line for malformed JSON, a missing
     or duplicate `_id`, a wrong qrels header, an unknown id in qrels or a
     non-integer score. Judged queries with no document of score >= 1 are
     skipped, listed in `skipped` and reported with a warning.
+
+    Published sets are not always consistent: BEIR's ArguAna judges a document
+    that its corpus lacks. `unknown_ids="report"` reads on past such rows with
+    one warning that counts them and names the first: a row naming an unknown
+    query is left out (there is no text to search with); a row naming an
+    unknown document is kept, as BEIR's evaluation keeps it, so that the
+    document counts as relevant and is never retrieved
+    (`RetrievalDataset.judged_in_corpus` drops those for training).
 
     Example:
 
@@ -108,16 +133,23 @@ def read_beir(folder, split="test"):
     for path in (corpus_path, queries_path, qrels_path):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"BEIR folder {folder!r} has no {os.path.relpath(path, folder)}")
-    return read_retrieval_files(corpus_path, queries_path, qrels_path, source=folder)
+    return read_retrieval_files(corpus_path, queries_path, qrels_path, source=folder,
+                                unknown_ids=unknown_ids)
 
 
-def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None):
+def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None,
+                         unknown_ids="error"):
     """Reads BEIR-format files named one by one into a `RetrievalDataset`.
 
-    The files need not sit in a BEIR folder (`read_beir` reads one); checks and
-    errors are the same. Without `qrels_path`, every query is kept and `qrels`
-    is empty (the caller pairs queries with documents some other way).
+    The files need not sit in a BEIR folder (`read_beir` reads one); checks,
+    errors and `unknown_ids` are the same. Without `qrels_path`, every query is
+    kept and `qrels` is empty (the caller pairs queries with documents some
+    other way).
     """
+    if unknown_ids not in ("error", "report"):
+        raise ValueError(
+            f"`unknown_ids` should be 'error' or 'report'. Received: unknown_ids={unknown_ids!r}"
+        )
     source = os.fspath(source if source is not None else queries_path)
     corpus = {
         d: (f"{title} {text}" if title.strip() else text)
@@ -127,6 +159,7 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
     qrels = {}
     if qrels_path is None:
         return RetrievalDataset(corpus, all_queries, qrels, source=source)
+    unknown = {"query": [], "document": []}
     with open(qrels_path, encoding="utf-8") as f:
         for line_number, line in enumerate(f, start=1):
             fields = line.rstrip("\n").rstrip("\r").split("\t")
@@ -143,10 +176,13 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
                     qrels_path, line_number, f"expected 3 tab-separated fields, got {len(fields)}"
                 )
             qid, did, score = (x.strip() for x in fields)
-            if qid not in all_queries:
-                raise DataFormatError(qrels_path, line_number, f"unknown query id {qid!r}")
-            if did not in corpus:
-                raise DataFormatError(qrels_path, line_number, f"unknown corpus id {did!r}")
+            for kind, key, known in (("query", qid, all_queries), ("document", did, corpus)):
+                if key not in known:
+                    if unknown_ids == "error":
+                        name = "query id" if kind == "query" else "corpus id"
+                        raise DataFormatError(qrels_path, line_number, f"unknown {name} {key!r}")
+                    unknown[kind].append((line_number, key))
+                    break  # a row of an unknown query is left out whatever its document
             try:
                 value = int(score)
             except ValueError:
@@ -159,6 +195,18 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
                     qrels_path, line_number, f"duplicate judgement of ({qid!r}, {did!r})"
                 )
             judged[did] = value
+    for line_number, qid in unknown["query"]:
+        qrels.pop(qid, None)
+    files = {"query": queries_path, "document": corpus_path}
+    outcome = {"query": "left out", "document": "kept as judged: relevant, never retrieved, "
+               "as BEIR's evaluation counts them"}
+    reports = [
+        f"{len(rows)} row(s) name a {kind} missing from {os.path.basename(files[kind])} "
+        f"(first: line {rows[0][0]}, {rows[0][1]!r}), {outcome[kind]}"
+        for kind, rows in unknown.items() if rows
+    ]
+    if reports:
+        warnings.warn(f"{qrels_path}: " + "; ".join(reports), stacklevel=2)
     skipped = [q for q, judged in qrels.items() if not any(s >= 1 for s in judged.values())]
     if skipped:
         warnings.warn(

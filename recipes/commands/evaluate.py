@@ -22,6 +22,7 @@ from recipes.options import identical_ids_option
 from recipes.options import max_length_option
 from recipes.options import parse_text_columns
 from recipes.options import text_column_options
+from recipes.options import unknown_ids_option
 from recipes.output_files import write_json
 
 TASKS = ("sts", "retrieval", "clustering")
@@ -35,6 +36,7 @@ OPTION_TASKS = {
     "per_query": ("retrieval",),
     "use_faiss": ("retrieval",),
     "ignore_identical_ids": ("retrieval",),
+    "unknown_ids": ("retrieval",),
 }
 CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
 
@@ -66,11 +68,13 @@ CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
               "query by query.")
 @faiss_option
 @identical_ids_option("its ranking (--task retrieval)")
+@unknown_ids_option
 @backend_option
 @pass_environment
 @click.pass_context
 def evaluate(ctx, env, model, data, task, format, text_columns, label_column, split, top_k,
-             batch_size, max_length, json_path, per_query, use_faiss, ignore_identical_ids):
+             batch_size, max_length, json_path, per_query, use_faiss, ignore_identical_ids,
+             unknown_ids):
     """Evaluate MODEL on DATA.
 
     \b
@@ -134,7 +138,8 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         from recipes.evaluation import identical_ids_note
 
         split = retrieval_split(data, split, option="DATA")
-        dataset = read_retrieval_folder(data, split, option="DATA")
+        dataset = read_retrieval_folder(data, split, option="DATA", unknown_ids=unknown_ids,
+                                        env=env)
         note = None if ignore_identical_ids else identical_ids_note(dataset, "DATA")
         if note:
             env.note(note)

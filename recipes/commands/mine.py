@@ -19,6 +19,7 @@ from recipes.options import batch_size_option
 from recipes.options import faiss_option
 from recipes.options import identical_ids_option
 from recipes.options import max_length_option
+from recipes.options import unknown_ids_option
 from recipes.output_files import refuse_existing
 from recipes.output_files import write_atomically
 
@@ -62,11 +63,12 @@ from recipes.output_files import write_atomically
               help="Replace an existing --output.")
 @faiss_option
 @identical_ids_option("its negatives")
+@unknown_ids_option
 @backend_option
 @pass_environment
 def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, range_max,
          margin, relative_margin, sampling, fill, seed, batch_size, max_length, overwrite,
-         use_faiss, ignore_identical_ids):
+         use_faiss, ignore_identical_ids, unknown_ids):
     """Mine hard negatives for each (query, positive) with MODEL.
 
     For each query the corpus is ranked by cosine; its known positives are
@@ -98,10 +100,16 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     from keras_cosent.data import read_retrieval_files
     from keras_cosent.data import write_retrieval_triplets
     from keras_cosent.retrieval import mine_hard_negatives
+    from recipes.data_loading import reader_notes
+    from recipes.data_loading import training_judgements
+    from recipes.data_loading import unknown_ids_hint
     from recipes.evaluation import identical_ids_note
     from recipes.model_loading import load_encoder
 
-    data = read_retrieval_files(corpus, queries, qrels)
+    with unknown_ids_hint(), reader_notes(env):
+        data = read_retrieval_files(corpus, queries, qrels, unknown_ids=unknown_ids)
+    if qrels is not None:
+        data = training_judgements(data, env, "--qrels")
     if qrels is None:
         if len(data.corpus) < len(data.queries):
             raise CliError(

@@ -28,6 +28,7 @@ from recipes.options import _check_text_columns
 from recipes.options import backend_option
 from recipes.options import identical_ids_option
 from recipes.options import text_column_options
+from recipes.options import unknown_ids_option
 from recipes.multi_dataset import SAMPLINGS
 from recipes.multi_dataset import _check_stage_epochs
 from recipes.multi_dataset import resolve_per_train_options
@@ -172,6 +173,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "(1 - this): the nearest neighbours are often unlabelled positives. 'off' keeps "
               "them even under a recipe that sets a margin.")
 @identical_ids_option("the --dev-retrieval ranking and the negatives mined for --train-retrieval")
+@unknown_ids_option
 @click.option("--keep-best", type=click.Choice(KEEP_BEST_METRICS), default=None,
               show_default="the last epoch",
               help="Save the weights of the epoch with the highest value of this dev metric "
@@ -446,12 +448,13 @@ def check_combinations(ctx, options):
                     "applies to --train-retrieval only (mining hard negatives for it)",
                     param_hint=flag,
                 )
-    if (options["ignore_identical_ids"] and options["train_retrieval"] is None
-            and not has_dev_retrieval(options)):
-        raise click.BadParameter(
-            "applies to retrieval data only; give --train-retrieval or --dev-retrieval",
-            param_hint="--ignore-identical-ids",
-        )
+    for name, off in (("ignore_identical_ids", False), ("unknown_ids", "error")):
+        if (options[name] != off and options["train_retrieval"] is None
+                and options["dev_retrieval"] is None):
+            raise click.BadParameter(
+                "applies to retrieval data only; give --train-retrieval or --dev-retrieval",
+                param_hint="--" + name.replace("_", "-"),
+            )
     if options["recipe"] is not None:
         missing = [name for name in RECIPES[options["recipe"]].requires
                    if all(options[n] is None for n in _alternatives(name))]

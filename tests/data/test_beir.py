@@ -75,6 +75,29 @@ def test_errors_name_file_and_line(tmp_path, kwargs, file, line, match):
     assert os.path.basename(info.value.path) == file and info.value.line == line
 
 
+def test_unknown_ids_report_reads_past_rows_naming_missing_ids(tmp_path):
+    # As BEIR's ArguAna: a judged document the corpus lacks; and a query queries.jsonl lacks.
+    folder = make_folder(tmp_path, qrels=[
+        "query-id\tcorpus-id\tscore", "q1\td1\t1", "q1\td404\t1", "q9\td2\t1",
+        "q2\td404\t2", "q9\td1\t1"])
+    with pytest.raises(DataFormatError, match="unknown corpus id 'd404'") as info:
+        read_beir(folder, "test")
+    assert info.value.line == 3
+    with pytest.warns(UserWarning) as caught:
+        ds = read_beir(folder, "test", unknown_ids="report")
+    message = str(caught[0].message)
+    assert "2 row(s) name a query missing from queries.jsonl (first: line 4, 'q9'), left out" in message
+    assert "2 row(s) name a document missing from corpus.jsonl (first: line 3, 'd404')" in message
+    # Unknown documents stay judged (relevant, never retrieved), as trec_eval counts them.
+    assert ds.qrels == {"q1": {"d1": 1, "d404": 1}, "q2": {"d404": 2}}
+    assert ds.queries == {"q1": "first", "q2": "second"} and ds.skipped == []
+    trainable = ds.judged_in_corpus()
+    assert trainable.qrels == {"q1": {"d1": 1}} and trainable.queries == {"q1": "first"}
+    assert trainable.skipped == ["q2"] and trainable.corpus is ds.corpus
+    with pytest.raises(ValueError, match="unknown_ids"):
+        read_beir(folder, "test", unknown_ids="skip")
+
+
 def test_triplets_round_trip_and_errors(tmp_path):
     rows = [["q a", "p a", "n1", "n2"], ["q b", "p b", "n3", "n4"]]
     path = tmp_path / "t.jsonl"

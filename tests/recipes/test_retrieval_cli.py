@@ -635,3 +635,78 @@ def test_train_notes_queries_that_share_ids_with_documents(tmp_path):
     notes.clear()
     read_retrieval_splits({**config, "ignore_identical_ids": True}, Recording())
     assert notes == []
+
+
+# --- qrels naming ids the files lack (--unknown-ids) ----------------------------------
+
+
+def without_documents(source, split, destination, count):
+    """The BEIR folder `source` less the first relevant document of its first `count`
+    queries, which the qrels still judge (as BEIR's ArguAna judges a missing document)."""
+    queries, corpus, qrels = read_beir_folder(source, split)
+    missing = {next(iter(judged)) for judged in list(qrels.values())[:count]}
+    folder = write_beir(destination, split, queries,
+                        {d: t for d, t in corpus.items() if d not in missing}, qrels)
+    return folder, missing
+
+
+def test_evaluate_unknown_ids_report_scores_missing_documents_as_trec_eval(cli, minilm,
+                                                                          shared_data, tmp_path):
+    plain = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
+                        num_queries=30, num_docs=120)
+    folder, missing = without_documents(plain, "test", tmp_path / "missing", 3)
+    out = tmp_path / "refused.json"
+    result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval", "--json", out)
+    assert_one_line_error(result, "test.tsv:", "unknown corpus id", "--unknown-ids report")
+    assert not out.exists()
+
+    result, record = evaluate_retrieval_cli(cli, folder, tmp_path, "--unknown-ids", "report")
+    assert record["documents"] == 120 - len(missing) and record["queries"] == 30
+    assert f"{len(missing)} row(s) name a document missing from corpus.jsonl" in result.output
+    # pytrec_eval on the full qrels: a judged document that no run can hold still counts.
+    for key, value in reference_metrics(minilm, folder, "test").items():
+        assert record[key] == pytest.approx(value, abs=1e-4), key
+    _, whole = evaluate_retrieval_cli(cli, plain, tmp_path)
+    assert record["recall@10"] < whole["recall@10"]
+
+
+def test_mine_and_train_leave_out_judgements_of_missing_documents(cli, tiny_checkpoint,
+                                                                  shared_data, tmp_path):
+    plain = subset_beir(shared_data / "retrieval" / "stsb-en-dev", "dev", tmp_path / "sub",
+                        num_queries=12, num_docs=40)
+    folder, missing = without_documents(plain, "dev", tmp_path / "missing", 2)
+    queries, corpus, qrels = read_beir_folder(folder, "dev")
+    output = tmp_path / "rows.jsonl"
+    result = mine_cli(cli, folder, output, "--max-length", 16, model=tiny_checkpoint)
+    assert_one_line_error(result, "dev.tsv:", "unknown corpus id", "--unknown-ids report")
+    assert not output.exists()
+    result = mine_cli(cli, folder, output, "--max-length", 16, "--unknown-ids", "report",
+                      model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert "--qrels: 2 judgement(s) name documents missing from the corpus" in result.output
+    expected = [(queries[q], corpus[d]) for q, judged in qrels.items() for d, s in judged.items()
+                if s >= 1 and d not in missing]
+    assert [(r["query"], r["positive"]) for r in read_jsonl(output)] == expected
+
+    from recipes.context import Environment
+    from recipes.training import read_retrieval_splits
+
+    config = {"train_retrieval": str(folder), "train_retrieval_split": "dev",
+              "dev_retrieval": str(folder), "dev_retrieval_split": "dev",
+              "unknown_ids": "report"}
+    notes = []
+
+    class Recording(Environment):
+        def note(self, message):
+            notes.append(message)
+
+    train, dev = read_retrieval_splits(config, Recording())
+    assert sum("2 row(s) name a document missing from corpus.jsonl" in n for n in notes) == 2
+    assert "--train-retrieval: 2 judgement(s) name documents missing" in " ".join(notes)
+    assert all(d in train.corpus for judged in train.qrels.values() for d in judged)
+    assert sum(len(j) for j in train.qrels.values()) == len(expected)
+    assert any(d in missing for judged in dev.qrels.values() for d in judged)  # scored as BEIR
+
+    result = cli("train", "--unknown-ids", "report",
+                 "--output", tmp_path / "refused")
+    assert_one_line_error(result, "--unknown-ids", "--train-retrieval")
