@@ -124,6 +124,7 @@ def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_dat
 
     assert record["task"] == "retrieval" and record["split"] == "test"
     assert record["queries"] == 40 and record["documents"] == 150 and record["top_k"] == 100
+    assert "share their id" not in result.output  # q.../d... ids: no identical-ids note
     expected = reference_metrics(minilm, folder, "test")
     for key, value in expected.items():
         assert record[key] == pytest.approx(value, abs=1e-4), key  # x 100: 1e-6 unscaled
@@ -145,12 +146,12 @@ def test_faiss_search_gives_the_numpy_search_figures(cli, shared_data, tmp_path,
 
     monkeypatch.setattr(faiss, "IndexFlatIP", CountingIndex)
     folder = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
-                         num_queries=30, num_docs=120)
+                         num_queries=20, num_docs=80)
     # --json into folders that do not exist yet: made when the results are written.
     _, numpy_record = evaluate_retrieval_cli(cli, folder, tmp_path / "numpy")
     assert searches == []
     _, faiss_record = evaluate_retrieval_cli(cli, folder, tmp_path / "faiss", "--faiss")
-    assert searches == [120]
+    assert searches == [80]
     assert numpy_record["search"] == "numpy" and faiss_record["search"] == "faiss"
     for key, value in numpy_record.items():
         if key not in ("search",):
@@ -163,7 +164,7 @@ def test_faiss_search_gives_the_numpy_search_figures(cli, shared_data, tmp_path,
                      "--corpus", folder / "corpus.jsonl", "--qrels", folder / "qrels" / "test.tsv",
                      "-o", output, "--max-length", 64, "--margin", 0.02, *options)
         assert result.exit_code == 0, result.output
-    assert searches == [120, 120]
+    assert searches == [80, 80]
     assert read_jsonl(faiss_rows) == read_jsonl(numpy_rows)
 
     # Not for another task; named when faiss does not import; nothing written.
@@ -188,12 +189,12 @@ def with_queries_in_corpus(source, split, destination):
 def test_evaluate_ignore_identical_ids_leaves_the_query_itself_out(cli, minilm, shared_data,
                                                                   tmp_path):
     plain = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
-                        num_queries=30, num_docs=120)
+                        num_queries=20, num_docs=60)
     folder = with_queries_in_corpus(plain, "test", tmp_path / "arguana-like")
 
     result, record = evaluate_retrieval_cli(cli, folder, tmp_path)
-    assert record["ignore_identical_ids"] is False and record["documents"] == 150
-    assert "30 of 30 queries of DATA share their id with a document" in result.output
+    assert record["ignore_identical_ids"] is False and record["documents"] == 80
+    assert "20 of 20 queries of DATA share their id with a document" in result.output
     assert "--ignore-identical-ids" in result.output
     for key, value in reference_metrics(minilm, folder, "test").items():
         assert record[key] == pytest.approx(value, abs=1e-4), key
@@ -205,10 +206,6 @@ def test_evaluate_ignore_identical_ids_leaves_the_query_itself_out(cli, minilm, 
     for key, value in reference_metrics(minilm, folder, "test", ignore_identical_ids=True).items():
         assert ignored[key] == pytest.approx(value, abs=1e-4), key
     assert ignored["ndcg@10"] > record["ndcg@10"] + 10
-
-    # Sets whose ids differ get no note.
-    result, _ = evaluate_retrieval_cli(cli, plain, tmp_path)
-    assert "share their id" not in result.output
 
 
 def test_evaluate_retrieval_per_query_equals_pytrec_eval(cli, minilm, shared_data, tmp_path):
@@ -653,7 +650,7 @@ def without_documents(source, split, destination, count):
 def test_evaluate_unknown_ids_report_scores_missing_documents_as_trec_eval(cli, minilm,
                                                                           shared_data, tmp_path):
     plain = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
-                        num_queries=30, num_docs=120)
+                        num_queries=20, num_docs=60)
     folder, missing = without_documents(plain, "test", tmp_path / "missing", 3)
     out = tmp_path / "refused.json"
     result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval", "--json", out)
@@ -661,13 +658,17 @@ def test_evaluate_unknown_ids_report_scores_missing_documents_as_trec_eval(cli, 
     assert not out.exists()
 
     result, record = evaluate_retrieval_cli(cli, folder, tmp_path, "--unknown-ids", "report")
-    assert record["documents"] == 120 - len(missing) and record["queries"] == 30
+    assert record["documents"] == 60 - len(missing) and record["queries"] == 20
     assert f"{len(missing)} row(s) name a document missing from corpus.jsonl" in result.output
     # pytrec_eval on the full qrels: a judged document that no run can hold still counts.
     for key, value in reference_metrics(minilm, folder, "test").items():
         assert record[key] == pytest.approx(value, abs=1e-4), key
-    _, whole = evaluate_retrieval_cli(cli, plain, tmp_path)
-    assert record["recall@10"] < whole["recall@10"]
+    # All 57 documents are retrieved, so Recall@100 is the share of each query's judged
+    # documents that the corpus still holds: the missing ones count against it.
+    _, _, qrels = read_beir_folder(folder, "test")
+    held = [sum(d not in missing for d in judged) / len(judged) for judged in qrels.values()]
+    assert record["recall@100"] == pytest.approx(100 * np.mean(held), abs=1e-6)
+    assert record["recall@100"] < 100
 
 
 def test_mine_and_train_leave_out_judgements_of_missing_documents(cli, tiny_checkpoint,
