@@ -34,19 +34,19 @@ def evaluate_sts(encoder, dataset, batch_size=64):
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)
 
 
-def identical_ids_note(dataset, option):
-    """The note for a split whose queries share ids with its documents, else None.
+def note_identical_ids(env, dataset, option, ignored):
+    """Notes a split whose queries share ids with its documents, unless `ignored`.
 
     BEIR's evaluation leaves a query's own document out of its ranking
     (`ignore_identical_ids`); without `--ignore-identical-ids` it is ranked, as
     sentence-transformers' evaluator and trec_eval on the plain run do.
     """
     shared = len(dataset.shared_ids)
-    if not shared:
-        return None
-    return (f"{shared} of {len(dataset.queries)} queries of {option} share their id with a "
-            "document (in BEIR's ArguAna and Quora that document is the query itself); BEIR "
-            "leaves such documents out of the ranking: --ignore-identical-ids does the same")
+    if shared and not ignored:
+        env.note(f"{shared} of {len(dataset.queries)} queries of {option} share their id with a "
+                 "document (in BEIR's ArguAna and Quora that document is the query itself); "
+                 "BEIR leaves such documents out of the ranking: --ignore-identical-ids does "
+                 "the same")
 
 
 def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=False,

@@ -30,7 +30,7 @@ from recipes import reporting
 from recipes.errors import CliError
 from recipes.evaluation import evaluate_retrieval
 from recipes.evaluation import evaluate_sts
-from recipes.evaluation import identical_ids_note
+from recipes.evaluation import note_identical_ids
 from recipes.model_loading import ENCODER_FILE
 from recipes.model_loading import load_encoder
 from recipes.options import fraction_or_none
@@ -163,12 +163,10 @@ def read_retrieval_splits(config, env):
         env.note(f"--dev-retrieval-holdout: {size} of {size + len(train.queries)} queries of "
                  f"--train-retrieval held out as the dev split ({len(dev.corpus)} documents); "
                  f"training on the other {len(train.queries)}")
-    if not config.get("ignore_identical_ids"):
-        dev_option = "--dev-retrieval-holdout" if size is not None else "--dev-retrieval"
-        for data, option in ((train, "--train-retrieval"), (dev, dev_option)):
-            note = identical_ids_note(data, option) if data is not None else None
-            if note:
-                env.note(note)
+    dev_option = "--dev-retrieval-holdout" if size is not None else "--dev-retrieval"
+    for data, option in ((train, "--train-retrieval"), (dev, dev_option)):
+        if data is not None:
+            note_identical_ids(env, data, option, config.get("ignore_identical_ids", False))
     return train, dev
 
 

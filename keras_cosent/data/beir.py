@@ -195,8 +195,7 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
                     qrels_path, line_number, f"duplicate judgement of ({qid!r}, {did!r})"
                 )
             judged[did] = value
-    for line_number, qid in unknown["query"]:
-        qrels.pop(qid, None)
+    qrels = {q: judged for q, judged in qrels.items() if q in all_queries}
     files = {"query": queries_path, "document": corpus_path}
     outcome = {"query": "left out", "document": "kept as judged: relevant, never retrieved, "
                "as BEIR's evaluation counts them"}

@@ -135,14 +135,12 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         from recipes.data_loading import read_retrieval_folder
         from recipes.data_loading import retrieval_split
         from recipes.evaluation import evaluate_retrieval
-        from recipes.evaluation import identical_ids_note
+        from recipes.evaluation import note_identical_ids
 
         split = retrieval_split(data, split, option="DATA")
         dataset = read_retrieval_folder(data, split, option="DATA", unknown_ids=unknown_ids,
                                         env=env)
-        note = None if ignore_identical_ids else identical_ids_note(dataset, "DATA")
-        if note:
-            env.note(note)
+        note_identical_ids(env, dataset, "DATA", ignore_identical_ids)
         encoder = load_encoder(model, max_length=max_length)
         result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k,
                                     per_query=per_query, use_faiss=use_faiss,

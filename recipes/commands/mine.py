@@ -103,13 +103,11 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     from recipes.data_loading import reader_notes
     from recipes.data_loading import training_judgements
     from recipes.data_loading import unknown_ids_hint
-    from recipes.evaluation import identical_ids_note
+    from recipes.evaluation import note_identical_ids
     from recipes.model_loading import load_encoder
 
     with unknown_ids_hint(), reader_notes(env):
         data = read_retrieval_files(corpus, queries, qrels, unknown_ids=unknown_ids)
-    if qrels is not None:
-        data = training_judgements(data, env, "--qrels")
     if qrels is None:
         if len(data.corpus) < len(data.queries):
             raise CliError(
@@ -120,12 +118,11 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         queries_arg, corpus_arg = list(data.queries.values()), list(data.corpus.values())
         positives = [[i] for i in range(len(queries_arg))]
     else:
+        data = training_judgements(data, env, "--qrels")
         if not data.qrels:
             raise CliError(f"--qrels {qrels}: no query has a positive (score >= 1)")
         queries_arg, corpus_arg, positives = data.queries, data.corpus, data.qrels
-        note = None if ignore_identical_ids else identical_ids_note(data, "--queries")
-        if note:
-            env.note(note)
+        note_identical_ids(env, data, "--queries", ignore_identical_ids)
     query_texts = list(data.queries.values())
     encoder = load_encoder(model, max_length=max_length)
     env.note(f"encoding {len(query_texts)} queries and {len(data.corpus)} documents")
