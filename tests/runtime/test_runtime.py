@@ -47,6 +47,18 @@ def clean_env(**extra):
     return env
 
 
+# The glibc pieces' children load `keras_cosent/runtime.py` on its own (it imports
+# only the standard library at the top, and the glibc pieces import nothing more
+# when named with `backend=`): what they measure is glibc's, and importing
+# Keras with a framework would cost each child seconds of start-up.
+RUNTIME_ALONE = textwrap.dedent("""
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location("runtime", "keras_cosent/runtime.py")
+    runtime = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(runtime)
+""")
+
+
 def run_child(code, *args, **env):
     out = subprocess.run([sys.executable, "-c", code, *args], env=clean_env(**env), cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
@@ -110,9 +122,8 @@ def test_pieces_of_another_backend_stay_off_and_unknown_names_are_refused():
 
 # One worker thread allocates, fills and frees a block as large as a JAX MiniLM
 # step's temporaries, three times per phase, and counts each round's page faults.
-STEPS = textwrap.dedent("""
+STEPS = RUNTIME_ALONE + textwrap.dedent("""
     import ctypes, json, resource, sys, threading
-    from keras_cosent import runtime
     libc = ctypes.CDLL(None)
     libc.malloc.restype = ctypes.c_void_p
     libc.malloc.argtypes = (ctypes.c_size_t,)
@@ -167,8 +178,7 @@ def test_pooled_glibc_reuses_the_freed_block_until_disabled():
 @glibc_only
 @once_in("tensorflow")
 def test_the_users_glibc_settings_win():
-    code = ("from keras_cosent import runtime; "
-            "print(runtime.enable(['glibc_pool'], backend='jax')['glibc_pool']['on'])")
+    code = RUNTIME_ALONE + "print(runtime.enable(['glibc_pool'], backend='jax')['glibc_pool']['on'])"
     # Which variables count as the user's is `user_set_allocator`'s (tested below).
     assert run_child(code, KERAS_BACKEND="jax") == "True"
     assert run_child(code, KERAS_BACKEND="jax", MALLOC_ARENA_MAX="4") == "False"
@@ -180,9 +190,8 @@ def test_the_users_glibc_settings_win():
 # `cached_step_allocations()` and twice after it, and says each time whether
 # glibc served it from a mapping of its own (mallinfo2's `hblkhd`: bytes in such
 # mappings) while it was held.
-MAPPED = textwrap.dedent("""
+MAPPED = RUNTIME_ALONE + textwrap.dedent("""
     import ctypes, json, sys
-    from keras_cosent import runtime
 
     class Mallinfo2(ctypes.Structure):
         _fields_ = [(name, ctypes.c_size_t) for name in (
