@@ -1,10 +1,9 @@
 """bench/search_speed.py: the previous form it times is the full sort, and its rows agree."""
 
-import keras
 import numpy as np
-import pytest
 
 from bench import search_speed
+from tests.backends import once_in
 
 
 def test_full_sort_form_is_a_lexsort_of_every_score():
@@ -18,10 +17,7 @@ def test_full_sort_form_is_a_lexsort_of_every_score():
     np.testing.assert_array_equal(scores, np.take_along_axis(exact, order, axis=1))
 
 
-@pytest.mark.skipif(
-    keras.backend.backend() != "torch",
-    reason="times NumPy, faiss and the peer, never Keras: run once, in the PyTorch process",
-)
+@once_in("torch", "times NumPy, faiss and the peer, never Keras")
 def test_measure_times_every_method_and_counts_agreement():
     rows = search_speed.measure(num_queries=20, corpus_size=300, dim=8, k=5, rounds=2,
                                 full_sort_limit=1000)

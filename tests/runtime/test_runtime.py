@@ -159,14 +159,14 @@ STEPS = RUNTIME_ALONE + textwrap.dedent("""
 def test_default_glibc_maps_a_freed_large_block_afresh_each_time():
     # The reference behaviour the piece works around: every round faults the
     # whole block in again (about 59,000 pages of 4 KiB).
-    faults = json.loads(run_child(STEPS, "default", KERAS_BACKEND="jax"))["default"]
+    faults = json.loads(run_child(STEPS, "default"))["default"]
     assert faults[0] > 1000 and min(faults[1:]) > faults[0] / 2, faults
 
 
 @glibc_only
 @once_in("tensorflow")
 def test_pooled_glibc_reuses_the_freed_block_until_disabled():
-    phases = json.loads(run_child(STEPS, "pool", KERAS_BACKEND="jax"))
+    phases = json.loads(run_child(STEPS, "pool"))
     assert phases["pool"] is True
     pooled = phases["pooled"]
     assert pooled[0] > 1000 and max(pooled[1:]) < pooled[0] / 20, pooled
@@ -180,8 +180,8 @@ def test_pooled_glibc_reuses_the_freed_block_until_disabled():
 def test_the_users_glibc_settings_win():
     code = RUNTIME_ALONE + "print(runtime.enable(['glibc_pool'], backend='jax')['glibc_pool']['on'])"
     # Which variables count as the user's is `user_set_allocator`'s (tested below).
-    assert run_child(code, KERAS_BACKEND="jax") == "True"
-    assert run_child(code, KERAS_BACKEND="jax", MALLOC_ARENA_MAX="4") == "False"
+    assert run_child(code) == "True"
+    assert run_child(code, MALLOC_ARENA_MAX="4") == "False"
 
 
 # === glibc_mmap_threshold ===
@@ -232,19 +232,18 @@ def test_default_glibc_moves_a_freed_large_block_to_the_heap():
     # serves smaller ones from the heap, where longer-lived small blocks can pin
     # the freed space (the cached PyTorch step's growth). With the piece off,
     # `cached_step_allocations` changes nothing.
-    record = json.loads(run_child(MAPPED, "off", KERAS_BACKEND="torch"))
+    record = json.loads(run_child(MAPPED, "off"))
     assert record["mapped"] == [True] + [False] * 4, record
 
 
 @glibc_only
 @once_in("torch")
 def test_cached_step_allocations_map_large_blocks_on_their_own_only_inside():
-    record = json.loads(run_child(MAPPED, "on", KERAS_BACKEND="torch"))
+    record = json.loads(run_child(MAPPED, "on"))
     assert record["piece"]["on"] is True, record
     # After the step: from the heap, as glibc's own threshold would have them.
     assert record["mapped"] == [True, True, True, False, False], record
-    user = json.loads(run_child(MAPPED, "on", KERAS_BACKEND="torch",
-                                MALLOC_ARENA_MAX="2"))
+    user = json.loads(run_child(MAPPED, "on", MALLOC_ARENA_MAX="2"))
     assert user["piece"]["on"] is False and user["mapped"] == [True] + [False] * 4, user
 
 
