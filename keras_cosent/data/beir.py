@@ -107,9 +107,12 @@ def read_beir(folder, split="test", unknown_ids="error"):
     """Reads a BEIR-layout folder into a `RetrievalDataset`.
 
     Raises `DataFormatError` naming file and line for malformed JSON, a missing
-    or duplicate `_id`, a wrong qrels header, an unknown id in qrels or a
-    non-integer score. Judged queries with no document of score >= 1 are
-    skipped, listed in `skipped` and reported with a warning.
+    or duplicate `_id`, a wrong qrels header, an unknown id in qrels, a
+    non-integer score or a (query, document) pair judged twice with different
+    scores; a row that repeats an earlier one with the same score is read once
+    and counted in a warning (published qrels files carry such repeats). Judged
+    queries with no document of score >= 1 are skipped, listed in `skipped` and
+    reported with a warning.
 
     Published sets are not always consistent: BEIR's ArguAna judges a document
     that its corpus lacks. `unknown_ids="report"` reads on past such rows with
@@ -160,6 +163,7 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
     if qrels_path is None:
         return RetrievalDataset(corpus, all_queries, qrels, source=source)
     unknown = {"query": [], "document": []}
+    first_lines, repeats = {}, []
     with open(qrels_path, encoding="utf-8") as f:
         for line_number, line in enumerate(f, start=1):
             fields = line.rstrip("\n").rstrip("\r").split("\t")
@@ -191,9 +195,15 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
                 ) from None
             judged = qrels.setdefault(qid, {})
             if did in judged:
-                raise DataFormatError(
-                    qrels_path, line_number, f"duplicate judgement of ({qid!r}, {did!r})"
-                )
+                first = first_lines[qid, did]
+                if judged[did] != value:
+                    raise DataFormatError(
+                        qrels_path, line_number,
+                        f"({qid!r}, {did!r}) judged {value} here and {judged[did]} on line {first}",
+                    )
+                repeats.append((line_number, first))
+                continue
+            first_lines[qid, did] = line_number
             judged[did] = value
     qrels = {q: judged for q, judged in qrels.items() if q in all_queries}
     files = {"query": queries_path, "document": corpus_path}
@@ -204,6 +214,11 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
         f"(first: line {rows[0][0]}, {rows[0][1]!r}), {outcome[kind]}"
         for kind, rows in unknown.items() if rows
     ]
+    if repeats:
+        reports.append(
+            f"{len(repeats)} row(s) repeat an earlier judgement with the same score "
+            f"(first: line {repeats[0][0]} repeats line {repeats[0][1]}), read once"
+        )
     if reports:
         warnings.warn(f"{qrels_path}: " + "; ".join(reports), stacklevel=2)
     skipped = [q for q, judged in qrels.items() if not any(s >= 1 for s in judged.values())]

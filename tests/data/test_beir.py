@@ -66,6 +66,8 @@ def test_title_joined_and_unrelevant_query_skipped(tmp_path):
          "test.tsv", 2, "unknown corpus id 'd7'"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1.5"]},
          "test.tsv", 2, "score '1.5' is not an integer"),
+        ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1", "q2\td2\t1", "q1\td1\t2"]},
+         "test.tsv", 4, r"\('q1', 'd1'\) judged 2 here and 1 on line 2"),
     ],
 )
 def test_errors_name_file_and_line(tmp_path, kwargs, file, line, match):
@@ -96,6 +98,22 @@ def test_unknown_ids_report_reads_past_rows_naming_missing_ids(tmp_path):
     assert trainable.skipped == ["q2"] and trainable.corpus is ds.corpus
     with pytest.raises(ValueError, match="unknown_ids"):
         read_beir(folder, "test", unknown_ids="skip")
+
+
+def test_repeated_judgements_with_the_same_score_are_read_once(tmp_path):
+    rows = ["q1\td1\t2", "q2\td2\t1", "q1\td1\t2", "q1\td2\t0", "q2\td2\t1"]
+    folder = make_folder(tmp_path, qrels=["query-id\tcorpus-id\tscore", *rows])
+    with pytest.warns(UserWarning) as caught:
+        ds = read_beir(folder, "test")
+    assert len(caught) == 1
+    assert ("2 row(s) repeat an earlier judgement with the same score "
+            "(first: line 4 repeats line 2), read once") in str(caught[0].message)
+    # Reference: the rows as a nested dict, as BEIR's loader and pytrec_eval take them.
+    reference = {}
+    for row in rows:
+        qid, did, score = row.split("\t")
+        reference.setdefault(qid, {})[did] = int(score)
+    assert ds.qrels == reference and ds.skipped == []
 
 
 def test_triplets_round_trip_and_errors(tmp_path):
