@@ -29,14 +29,12 @@ def random_run_and_qrels(seed, num_queries=40, num_docs=60):
 
 
 def reference(run, qrels):
-    measures = {"ndcg_cut", "P", "recall", "map_cut", "success", "recip_rank"}
     cuts = ",".join(str(k) for k in K_VALUES)
     evaluator = pytrec_eval.RelevanceEvaluator(
         qrels, {f"ndcg_cut.{cuts}", f"P.{cuts}", f"recall.{cuts}", f"map_cut.{cuts}",
                 f"success.{cuts}"}
     )
     per_query = evaluator.evaluate(run)
-    del measures
     # MRR@k: trec_eval's recip_rank on the run cut to the first k in trec_eval order.
     for k in K_VALUES:
         cut = {
