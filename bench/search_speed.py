@@ -99,11 +99,13 @@ def methods(full_sort):
 
     def products_only(q, c, k):
         # top_k's normalisation and chunked products, nothing selected: the floor.
-        q, c = _normalize(q), _normalize(c)
+        # In top_k's order: each corpus chunk normalised once, then every query chunk.
+        q = _normalize(q)
         query_chunk, chunk = top_k_chunks()
-        for q0 in range(0, q.shape[0], query_chunk):
-            for c0 in range(0, c.shape[0], chunk):
-                q[q0 : q0 + query_chunk] @ c[c0 : c0 + chunk].T
+        for c0 in range(0, c.shape[0], chunk):
+            block = _normalize(c[c0 : c0 + chunk])
+            for q0 in range(0, q.shape[0], query_chunk):
+                q[q0 : q0 + query_chunk] @ block.T
         return None
 
     def with_faiss(q, c, k):

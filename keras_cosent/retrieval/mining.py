@@ -157,11 +157,27 @@ def mine_hard_negatives(
         if corpus_embeddings is None:
             corpus_embeddings = encoder.encode(doc_texts, batch_size=batch_size)
     q = _normalize(query_embeddings)
-    c = _normalize(corpus_embeddings)
+    # The corpus is normalised where it is read (a row, or top_k's chunks), never
+    # copied whole: the same values as normalising it once, at a chunk's memory.
+    corpus_embeddings = np.asarray(corpus_embeddings)
+    num_docs = corpus_embeddings.shape[0]
+
+    def cosine(qi, j):
+        return float(q[qi] @ _normalize(corpus_embeddings[j : j + 1])[0])
+
+    def cosines(qi):
+        return np.concatenate([
+            _normalize(corpus_embeddings[c0 : c0 + chunk_size]) @ q[qi]
+            for c0 in range(0, num_docs, chunk_size)
+        ])
+
     max_pos = max((len(p) for p in positive_index), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
-    k = min(int(range_max) + max_pos + bool(ignore_identical_ids), c.shape[0])
-    scores, indices = top_k(q, c, k, chunk_size=chunk_size, normalize=False, use_faiss=use_faiss)
+    k = min(int(range_max) + max_pos + bool(ignore_identical_ids), num_docs)
+    # top_k normalises both sides as `q` and `cosine` do, so its scores compare
+    # exactly with theirs.
+    scores, indices = top_k(query_embeddings, corpus_embeddings, k, chunk_size=chunk_size,
+                            use_faiss=use_faiss)
     rng = np.random.default_rng(seed)
     rows, short_rows, short_queries, filled_rows = [], 0, set(), 0
     for qi, pos in enumerate(positive_index):
@@ -171,7 +187,7 @@ def mine_hard_negatives(
             (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in off_limits
         ][int(range_min) : int(range_max)]
         for p in pos:
-            pos_score = float(q[qi] @ c[p])
+            pos_score = cosine(qi, p)
 
             def passes(s):
                 # Works on one score or an array of them.
@@ -192,13 +208,13 @@ def mine_hard_negatives(
 
                     def acceptable():
                         # passes() is a plain True when no margin applies: one per document.
-                        mask = np.array(np.broadcast_to(passes(c @ q[qi]), len(c)), dtype=bool)
+                        mask = np.array(np.broadcast_to(passes(cosines(qi)), num_docs), dtype=bool)
                         mask[taken] = False
                         return mask
 
                     kept += _random_fill(
-                        rng, c.shape[0], num_negatives - len(kept),
-                        lambda j: j not in taken and bool(passes(float(q[qi] @ c[j]))),
+                        rng, num_docs, num_negatives - len(kept),
+                        lambda j: j not in taken and bool(passes(cosine(qi, j))),
                         acceptable,
                     )
                     filled_rows += len(kept) == num_negatives

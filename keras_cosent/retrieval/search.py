@@ -107,7 +107,9 @@ def top_k(
         chunk_size: corpus rows scored at once.
         query_chunk_size: query rows scored at once. Peak extra memory is about
             `query_chunk_size * chunk_size * 13` bytes (the scores, the
-            partition's int64 order and a mask): 55 MB at the defaults.
+            partition's int64 order and a mask): 55 MB at the defaults, plus
+            one normalised float32 chunk of the corpus; the corpus is never
+            copied whole.
         normalize: L2-normalise both sides first (cosine similarity).
         use_faiss: `True` to use `faiss.IndexFlatIP` (exact), `None` to use it
             when installed, `False` (default) for the NumPy path.
@@ -126,7 +128,9 @@ def top_k(
     [[1], [0]]
     """
     queries = np.asarray(query_embeddings, dtype=np.float32)
-    corpus = np.asarray(corpus_embeddings, dtype=np.float32)
+    # The corpus is read one chunk at a time (cast and normalised per chunk, which
+    # gives the same rows as doing it whole): no second copy of a large corpus.
+    corpus = np.asarray(corpus_embeddings)
     if queries.ndim != 2 or corpus.ndim != 2 or queries.shape[1] != corpus.shape[1]:
         raise ValueError(
             "`query_embeddings` and `corpus_embeddings` should be 2-D with the same "
@@ -141,7 +145,13 @@ def top_k(
         )
     k = min(int(k), corpus.shape[0])
     if normalize:
-        queries, corpus = _normalize(queries), _normalize(corpus)
+        queries = _normalize(queries)
+
+    def chunks():
+        for c0 in range(0, corpus.shape[0], chunk_size):
+            block = np.asarray(corpus[c0 : c0 + chunk_size], dtype=np.float32)
+            yield c0, (_normalize(block) if normalize else block)
+
     if use_faiss is None:
         try:
             import faiss  # noqa: F401
@@ -153,18 +163,19 @@ def top_k(
         import faiss
 
         index = faiss.IndexFlatIP(corpus.shape[1])
-        index.add(np.ascontiguousarray(corpus))
+        for _, block in chunks():
+            index.add(np.ascontiguousarray(block))
         scores, indices = index.search(np.ascontiguousarray(queries), k)
         return scores.astype(np.float32), indices.astype(np.int64)
-    num_queries = queries.shape[0]
-    out_scores = np.empty((num_queries, k), dtype=np.float32)
-    out_index = np.empty((num_queries, k), dtype=np.int64)
-    for q0 in range(0, num_queries, query_chunk_size):
-        q = queries[q0 : q0 + query_chunk_size]
-        best_scores = np.empty((q.shape[0], 0), dtype=np.float32)
-        best_index = np.empty((q.shape[0], 0), dtype=np.int64)
-        for c0 in range(0, corpus.shape[0], chunk_size):
-            scores = q @ corpus[c0 : c0 + chunk_size].T
+    # Corpus chunks outside, query chunks inside: each corpus chunk is read and
+    # normalised once, and each query chunk keeps its running best between them.
+    starts = range(0, queries.shape[0], query_chunk_size)
+    rows = [min(query_chunk_size, queries.shape[0] - q0) for q0 in starts]
+    best = [(np.empty((n, 0), dtype=np.float32), np.empty((n, 0), dtype=np.int64)) for n in rows]
+    for c0, block in chunks():
+        for i, q0 in enumerate(starts):
+            best_scores, best_index = best[i]
+            scores = queries[q0 : q0 + query_chunk_size] @ block.T
             merged = None
             if best_scores.shape[1] == k:
                 merged = _merge_above(
@@ -173,8 +184,9 @@ def top_k(
             if merged is None:
                 chunk_scores, index = _chunk_candidates(scores, c0, k)
                 merged = _merge(best_scores, best_index, chunk_scores, index, k)
-            best_scores, best_index = merged
+            best[i] = merged
             del scores
-        out_scores[q0 : q0 + q.shape[0]] = best_scores
-        out_index[q0 : q0 + q.shape[0]] = best_index
-    return out_scores, out_index
+    if not best:
+        return np.empty((0, k), dtype=np.float32), np.empty((0, k), dtype=np.int64)
+    return (np.concatenate([s for s, _ in best]).astype(np.float32, copy=False),
+            np.concatenate([j for _, j in best]))

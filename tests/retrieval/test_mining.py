@@ -1,5 +1,7 @@
 """Hard-negative mining on a hand-made example with an independent expectation."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -101,6 +103,26 @@ def test_random_fill_draws_seeded_varied_negatives_below_the_margin():
             assert qn[i] @ dn[j] <= pos_score * 0.8 + 1e-12
             drawn.add(j)
     assert len(drawn) > 20
+
+
+def test_the_corpus_is_never_copied_whole():
+    rng = np.random.default_rng(0)
+    docs = rng.normal(size=(20000, 384))  # float64: a float32 copy would be 31 MB
+    queries = rng.normal(size=(3, 384))
+    corpus = [f"d{i}" for i in range(len(docs))]
+    qids = ["q0", "q1", "q2"]
+    tracemalloc.start()
+    # A margin no random document meets: the random fill falls back to scoring
+    # every document (chunk by chunk) and finds none.
+    rows, report = mine_hard_negatives(
+        qids, corpus, [[0], [1], [2]], query_embeddings=queries, corpus_embeddings=docs,
+        num_negatives=2, range_max=10, margin=1.5, fill="random", chunk_size=1000)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # Ids, texts and their index take about 3 MB; a chunk of 1,000 rows, 1.5 MB.
+    assert peak < docs.shape[0] * docs.shape[1] * 4 / 3, peak
+    assert report["short_rows"] == 3 and report["filled_rows"] == 0
+    assert all(len(row) == 2 for row in rows)
 
 
 def test_random_sampling_is_seeded_and_within_window(tmp_path):

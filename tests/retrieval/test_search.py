@@ -104,6 +104,22 @@ def test_peak_memory_is_bounded_by_chunks():
     assert peak < full_matrix_bytes / 8
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_corpus_is_normalised_chunk_by_chunk_not_copied_whole(dtype):
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(8, 64)).astype(np.float32)
+    c = rng.normal(size=(20000, 64)).astype(dtype)
+    tracemalloc.start()
+    scores, indices = top_k(q, c, k=10, chunk_size=1000)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    float32_corpus_bytes = c.shape[0] * c.shape[1] * 4  # 5.1 MB
+    assert peak < float32_corpus_bytes / 4, peak  # a chunk is 0.26 MB
+    ref_scores, ref_indices = brute_force(q, c, 10)
+    np.testing.assert_array_equal(indices, ref_indices)
+    np.testing.assert_allclose(scores, ref_scores, atol=1e-6)
+
+
 def test_faiss_path_if_installed():
     pytest.importorskip("faiss")
     rng = np.random.default_rng(1)
