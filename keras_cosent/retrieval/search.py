@@ -4,8 +4,8 @@ The search runs in NumPy on the host: `encoder.encode` already returns NumPy
 arrays, the work is one matrix product per chunk plus a partial sort, and keeping
 it off the accelerator means a 1M-document corpus never has to fit in device
 memory. Memory is bounded: one `query_chunk_size x chunk_size` block of scores
-(float32) lives at once, and a full queries x corpus matrix is never
-allocated. Nothing is sorted whole: in each block, the columns that beat a
+(float32) lives at once, a full queries x corpus matrix is never allocated, and
+the corpus is cast and normalised one chunk at a time, never copied whole. Nothing is sorted whole: in each block, the columns that beat a
 query's running k-th best are found with one comparison and only those are
 sorted with the best so far; a query chunk's first block (or a block where too
 many columns pass) is cut to its k best by partition (linear time) first. A
