@@ -204,6 +204,7 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
                 range_max=MINE_RANGE_MAX, relative_margin=fraction_or_none(config["mine_relative_margin"]),
                 fill=None if fill == "none" else fill, seed=config["seed"], batch_size=64,
                 ignore_identical_ids=config.get("ignore_identical_ids", False),
+                use_faiss=config.get("use_faiss", False),
             )
             if report["filled_rows"]:
                 env.note(f"{report['filled_rows']} of {report['rows']} rows had fewer than "
@@ -403,13 +404,14 @@ def _train_encoder(config, directory, env, backup_dir):
             SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
         )
     ignore_identical_ids = config.get("ignore_identical_ids", False)
+    use_faiss = config.get("use_faiss", False)
     if dev_retrieval is not None:
         results["dev_retrieval_before_training"] = evaluate_retrieval(
-            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids
+            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss
         )
         callbacks.append(RetrievalEvaluator.from_dataset(
             dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS,
-            ignore_identical_ids=ignore_identical_ids,
+            ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss,
         ))
     if config.get("collapse_guard"):
         # After the evaluators, so that they score the trained weights, not the
@@ -482,7 +484,7 @@ def _train_encoder(config, directory, env, backup_dir):
         results["test"] = evaluate_sts(encoder, test)
     if dev_retrieval is not None:
         results["dev_retrieval"] = evaluate_retrieval(
-            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids
+            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss
         )
 
     save_encoder(encoder, directory, config)

@@ -26,6 +26,7 @@ from recipes.options import POSITIVE_FLOAT
 from recipes.options import TRIPLET_DISTANCES
 from recipes.options import _check_text_columns
 from recipes.options import backend_option
+from recipes.options import faiss_option
 from recipes.options import identical_ids_option
 from recipes.options import text_column_options
 from recipes.options import unknown_ids_option
@@ -174,6 +175,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "them even under a recipe that sets a margin.")
 @identical_ids_option("the --dev-retrieval ranking and the negatives mined for --train-retrieval")
 @unknown_ids_option
+@faiss_option
 @click.option("--keep-best", type=click.Choice(KEEP_BEST_METRICS), default=None,
               show_default="the last epoch",
               help="Save the weights of the epoch with the highest value of this dev metric "
@@ -448,12 +450,13 @@ def check_combinations(ctx, options):
                     "applies to --train-retrieval only (mining hard negatives for it)",
                     param_hint=flag,
                 )
-    for name, off in (("ignore_identical_ids", False), ("unknown_ids", "error")):
+    for name, off in (("ignore_identical_ids", False), ("unknown_ids", "error"),
+                      ("use_faiss", False)):
         if (options[name] != off and options["train_retrieval"] is None
                 and options["dev_retrieval"] is None):
             raise click.BadParameter(
                 "applies to retrieval data only; give --train-retrieval or --dev-retrieval",
-                param_hint="--" + name.replace("_", "-"),
+                param_hint="--faiss" if name == "use_faiss" else "--" + name.replace("_", "-"),
             )
     if options["recipe"] is not None:
         missing = [name for name in RECIPES[options["recipe"]].requires

@@ -258,3 +258,35 @@ def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_pa
                  "--output", output)
     assert_one_line_error(result, "--keep-best", "--dev")
     assert not output.exists()
+
+
+def test_faiss_mines_and_scores_dev_as_the_numpy_search_does(
+        cli, tiny_checkpoint, folders, small_train, tmp_path, monkeypatch):
+    faiss = pytest.importorskip("faiss")  # in the test extras
+    searches = []
+
+    class CountingIndex(faiss.IndexFlatIP):
+        def search(self, *args, **kwargs):
+            searches.append(self.ntotal)
+            return super().search(*args, **kwargs)
+
+    monkeypatch.setattr(faiss, "IndexFlatIP", CountingIndex)
+    runs = {}
+    for name, extra in (("numpy", ()), ("faiss", ("--faiss",))):
+        output = tmp_path / name
+        result = cli(*recipe_args(tiny_checkpoint, folders, output, *extra), "--epochs", 2)
+        assert result.exit_code == 0, result.output
+        runs[name] = output
+    # Mining over 48 train documents, then dev (20) before training, after each of the
+    # two epochs and at the end: every search of the --faiss run, none of the other's.
+    assert searches == [48, 20, 20, 20, 20]
+    assert read_jsonl(runs["faiss"] / "mined.jsonl") == read_jsonl(runs["numpy"] / "mined.jsonl")
+    figures = {name: json.loads((run / "results.json").read_text()) for name, run in runs.items()}
+    for split in ("dev_retrieval_before_training", "dev_retrieval"):
+        for key, value in figures["numpy"][split].items():
+            assert figures["faiss"][split][key] == pytest.approx(value, abs=1e-4), (split, key)
+    config = json.loads((runs["faiss"] / "config.json").read_text())
+    assert config["config"]["use_faiss"] is True and "--faiss" in shlex.split(config["command"])
+
+    result = cli("train", "--train", small_train, "--faiss", "--output", tmp_path / "refused")
+    assert_one_line_error(result, "--faiss", "--train-retrieval", "--dev-retrieval")
