@@ -135,7 +135,8 @@ def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_dat
     assert table[1].split()[-4:] == [f"{record[k]:.2f}" for k in README_STSB_TEST]
 
 
-def test_faiss_search_gives_the_numpy_search_figures(cli, shared_data, tmp_path, monkeypatch):
+def count_faiss_searches(monkeypatch):
+    """Makes faiss's exact index record each search's corpus size; returns the record."""
     faiss = pytest.importorskip("faiss")  # in the test extras
     searches = []
 
@@ -145,6 +146,11 @@ def test_faiss_search_gives_the_numpy_search_figures(cli, shared_data, tmp_path,
             return super().search(*args, **kwargs)
 
     monkeypatch.setattr(faiss, "IndexFlatIP", CountingIndex)
+    return searches
+
+
+def test_faiss_search_gives_the_numpy_search_figures(cli, shared_data, tmp_path, monkeypatch):
+    searches = count_faiss_searches(monkeypatch)
     folder = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
                          num_queries=20, num_docs=80)
     # --json into folders that do not exist yet: made when the results are written.

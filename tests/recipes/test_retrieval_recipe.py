@@ -13,6 +13,7 @@ import recipes.training
 from tests.recipes.conftest import demo_rows
 from tests.recipes.conftest import save_tiny_checkpoint
 from tests.recipes.test_cli import assert_one_line_error
+from tests.recipes.test_retrieval_cli import count_faiss_searches
 from tests.recipes.test_retrieval_cli import read_jsonl
 from tests.recipes.test_retrieval_cli import write_beir
 
@@ -262,15 +263,7 @@ def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_pa
 
 def test_faiss_mines_and_scores_dev_as_the_numpy_search_does(
         cli, tiny_checkpoint, folders, small_train, tmp_path, monkeypatch):
-    faiss = pytest.importorskip("faiss")  # in the test extras
-    searches = []
-
-    class CountingIndex(faiss.IndexFlatIP):
-        def search(self, *args, **kwargs):
-            searches.append(self.ntotal)
-            return super().search(*args, **kwargs)
-
-    monkeypatch.setattr(faiss, "IndexFlatIP", CountingIndex)
+    searches = count_faiss_searches(monkeypatch)
     runs = {}
     for name, extra in (("numpy", ()), ("faiss", ("--faiss",))):
         output = tmp_path / name
