@@ -82,6 +82,7 @@ def unit_vectors(rows, dim, seed):
 def methods(full_sort):
     from keras_cosent.retrieval import top_k
     from keras_cosent.retrieval.search import _normalize
+    from keras_cosent.retrieval.search import _normalized_chunks
 
     def ours(q, c, k):
         return top_k(q, c, k)[1]
@@ -102,8 +103,7 @@ def methods(full_sort):
         # In top_k's order: each corpus chunk normalised once, then every query chunk.
         q = _normalize(q)
         query_chunk, chunk = top_k_chunks()
-        for c0 in range(0, c.shape[0], chunk):
-            block = _normalize(c[c0 : c0 + chunk])
+        for _, block in _normalized_chunks(c, chunk):
             for q0 in range(0, q.shape[0], query_chunk):
                 q[q0 : q0 + query_chunk] @ block.T
         return None

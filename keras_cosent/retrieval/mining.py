@@ -27,6 +27,7 @@ documents too (ArguAna, Quora) it is the query itself, the worst negative.
 import numpy as np
 
 from keras_cosent.retrieval.search import _normalize
+from keras_cosent.retrieval.search import _normalized_chunks
 from keras_cosent.retrieval.search import top_k
 
 
@@ -166,10 +167,9 @@ def mine_hard_negatives(
         return float(q[qi] @ _normalize(corpus_embeddings[j : j + 1])[0])
 
     def cosines(qi):
-        return np.concatenate([
-            _normalize(corpus_embeddings[c0 : c0 + chunk_size]) @ q[qi]
-            for c0 in range(0, num_docs, chunk_size)
-        ])
+        return np.concatenate(
+            [block @ q[qi] for _, block in _normalized_chunks(corpus_embeddings, chunk_size)]
+        )
 
     max_pos = max((len(p) for p in positive_index), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]

@@ -5,8 +5,9 @@ arrays, the work is one matrix product per chunk plus a partial sort, and keepin
 it off the accelerator means a 1M-document corpus never has to fit in device
 memory. Memory is bounded: one `query_chunk_size x chunk_size` block of scores
 (float32) lives at once, a full queries x corpus matrix is never allocated, and
-the corpus is cast and normalised one chunk at a time, never copied whole. Nothing is sorted whole: in each block, the columns that beat a
-query's running k-th best are found with one comparison and only those are
+the corpus is cast and normalised one chunk at a time, never copied whole.
+Nothing is sorted whole: in each block, the columns that beat a query's running
+k-th best are found with one comparison and only those are
 sorted with the best so far; a query chunk's first block (or a block where too
 many columns pass) is cut to its k best by partition (linear time) first. A
 row whose k-th score ties with a column left out is sorted in full, so that
@@ -21,6 +22,14 @@ def _normalize(x):
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.maximum(norms, 1e-12)
+
+
+def _normalized_chunks(corpus, chunk_size, normalize=True):
+    """Yields `(offset, rows)`: `corpus` cast to float32 (and L2-normalised) one
+    chunk at a time, the same rows as doing it whole without copying it whole."""
+    for c0 in range(0, corpus.shape[0], chunk_size):
+        block = np.asarray(corpus[c0 : c0 + chunk_size], dtype=np.float32)
+        yield c0, (_normalize(block) if normalize else block)
 
 
 def _merge(best_scores, best_index, scores, index, k):
@@ -128,9 +137,7 @@ def top_k(
     [[1], [0]]
     """
     queries = np.asarray(query_embeddings, dtype=np.float32)
-    # The corpus is read one chunk at a time (cast and normalised per chunk, which
-    # gives the same rows as doing it whole): no second copy of a large corpus.
-    corpus = np.asarray(corpus_embeddings)
+    corpus = np.asarray(corpus_embeddings)  # cast and normalised by chunk, below
     if queries.ndim != 2 or corpus.ndim != 2 or queries.shape[1] != corpus.shape[1]:
         raise ValueError(
             "`query_embeddings` and `corpus_embeddings` should be 2-D with the same "
@@ -146,12 +153,6 @@ def top_k(
     k = min(int(k), corpus.shape[0])
     if normalize:
         queries = _normalize(queries)
-
-    def chunks():
-        for c0 in range(0, corpus.shape[0], chunk_size):
-            block = np.asarray(corpus[c0 : c0 + chunk_size], dtype=np.float32)
-            yield c0, (_normalize(block) if normalize else block)
-
     if use_faiss is None:
         try:
             import faiss  # noqa: F401
@@ -163,7 +164,7 @@ def top_k(
         import faiss
 
         index = faiss.IndexFlatIP(corpus.shape[1])
-        for _, block in chunks():
+        for _, block in _normalized_chunks(corpus, chunk_size, normalize):
             index.add(np.ascontiguousarray(block))
         scores, indices = index.search(np.ascontiguousarray(queries), k)
         return scores.astype(np.float32), indices.astype(np.int64)
@@ -172,7 +173,7 @@ def top_k(
     starts = range(0, queries.shape[0], query_chunk_size)
     rows = [min(query_chunk_size, queries.shape[0] - q0) for q0 in starts]
     best = [(np.empty((n, 0), dtype=np.float32), np.empty((n, 0), dtype=np.int64)) for n in rows]
-    for c0, block in chunks():
+    for c0, block in _normalized_chunks(corpus, chunk_size, normalize):
         for i, q0 in enumerate(starts):
             best_scores, best_index = best[i]
             scores = queries[q0 : q0 + query_chunk_size] @ block.T
@@ -188,5 +189,4 @@ def top_k(
             del scores
     if not best:
         return np.empty((0, k), dtype=np.float32), np.empty((0, k), dtype=np.int64)
-    return (np.concatenate([s for s, _ in best]).astype(np.float32, copy=False),
-            np.concatenate([j for _, j in best]))
+    return np.concatenate([s for s, _ in best]), np.concatenate([j for _, j in best])

@@ -450,13 +450,14 @@ def check_combinations(ctx, options):
                     "applies to --train-retrieval only (mining hard negatives for it)",
                     param_hint=flag,
                 )
-    for name, off in (("ignore_identical_ids", False), ("unknown_ids", "error"),
-                      ("use_faiss", False)):
+    for flag, name, off in (("--ignore-identical-ids", "ignore_identical_ids", False),
+                            ("--unknown-ids", "unknown_ids", "error"),
+                            ("--faiss", "use_faiss", False)):
         if (options[name] != off and options["train_retrieval"] is None
                 and options["dev_retrieval"] is None):
             raise click.BadParameter(
                 "applies to retrieval data only; give --train-retrieval or --dev-retrieval",
-                param_hint="--faiss" if name == "use_faiss" else "--" + name.replace("_", "-"),
+                param_hint=flag,
             )
     if options["recipe"] is not None:
         missing = [name for name in RECIPES[options["recipe"]].requires
