@@ -64,19 +64,41 @@ class RetrievalDataset:
         )
 
 
+def _text_lines(path):
+    r"""Yields `(line_number, line)` for each line of a UTF-8 file, read lazily.
+
+    A leading BOM (files saved on Windows carry one) is dropped. Only `\n` ends
+    a line (a trailing `\r` is removed), so line numbers are those `sed -n`
+    shows and a `\u2028` inside a field does not split the row. Bytes that are
+    not UTF-8 raise a `DataFormatError` naming the line instead of a bare
+    `UnicodeDecodeError`.
+    """
+    with open(path, "rb") as f:
+        for line_number, raw in enumerate(f, start=1):
+            if line_number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataFormatError(
+                    path, line_number, f"invalid UTF-8 byte {raw[e.start:e.start + 1]!r} "
+                    "(is the file in another encoding? re-encode it to UTF-8)"
+                ) from None
+            yield line_number, line.removesuffix("\n").removesuffix("\r")
+
+
 def _json_objects(path):
     """Yields `(line_number, object)` for each non-blank line of a JSON-lines file."""
-    with open(path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataFormatError(path, line_number, f"malformed JSON: {error.msg}") from None
-            if not isinstance(row, dict):
-                raise DataFormatError(path, line_number, f"expected a JSON object, got {row!r:.60}")
-            yield line_number, row
+    for line_number, line in _text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(path, line_number, f"malformed JSON: {error.msg}") from None
+        if not isinstance(row, dict):
+            raise DataFormatError(path, line_number, f"expected a JSON object, got {row!r:.60}")
+        yield line_number, row
 
 
 def _read_jsonl(path, fields):
@@ -164,47 +186,46 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
         return RetrievalDataset(corpus, all_queries, qrels, source=source)
     unknown = {"query": [], "document": []}
     first_lines, repeats = {}, []
-    with open(qrels_path, encoding="utf-8") as f:
-        for line_number, line in enumerate(f, start=1):
-            fields = line.rstrip("\n").rstrip("\r").split("\t")
-            if line_number == 1:
-                if [x.strip() for x in fields] != ["query-id", "corpus-id", "score"]:
-                    raise DataFormatError(
-                        qrels_path, 1, f"header should be 'query-id\\tcorpus-id\\tscore', got {line.strip()!r}"
-                    )
-                continue
-            if not line.strip():
-                continue
-            if len(fields) != 3:
+    for line_number, line in _text_lines(qrels_path):
+        fields = line.split("\t")
+        if line_number == 1:
+            if [x.strip() for x in fields] != ["query-id", "corpus-id", "score"]:
                 raise DataFormatError(
-                    qrels_path, line_number, f"expected 3 tab-separated fields, got {len(fields)}"
+                    qrels_path, 1, f"header should be 'query-id\\tcorpus-id\\tscore', got {line.strip()!r}"
                 )
-            qid, did, score = (x.strip() for x in fields)
-            for kind, key, known in (("query", qid, all_queries), ("document", did, corpus)):
-                if key not in known:
-                    if unknown_ids == "error":
-                        name = "query id" if kind == "query" else "corpus id"
-                        raise DataFormatError(qrels_path, line_number, f"unknown {name} {key!r}")
-                    unknown[kind].append((line_number, key))
-                    break  # a row of an unknown query is left out whatever its document
-            try:
-                value = int(score)
-            except ValueError:
+            continue
+        if not line.strip():
+            continue
+        if len(fields) != 3:
+            raise DataFormatError(
+                qrels_path, line_number, f"expected 3 tab-separated fields, got {len(fields)}"
+            )
+        qid, did, score = (x.strip() for x in fields)
+        for kind, key, known in (("query", qid, all_queries), ("document", did, corpus)):
+            if key not in known:
+                if unknown_ids == "error":
+                    name = "query id" if kind == "query" else "corpus id"
+                    raise DataFormatError(qrels_path, line_number, f"unknown {name} {key!r}")
+                unknown[kind].append((line_number, key))
+                break  # a row of an unknown query is left out whatever its document
+        try:
+            value = int(score)
+        except ValueError:
+            raise DataFormatError(
+                qrels_path, line_number, f"score {score!r} is not an integer"
+            ) from None
+        judged = qrels.setdefault(qid, {})
+        if did in judged:
+            first = first_lines[qid, did]
+            if judged[did] != value:
                 raise DataFormatError(
-                    qrels_path, line_number, f"score {score!r} is not an integer"
-                ) from None
-            judged = qrels.setdefault(qid, {})
-            if did in judged:
-                first = first_lines[qid, did]
-                if judged[did] != value:
-                    raise DataFormatError(
-                        qrels_path, line_number,
-                        f"({qid!r}, {did!r}) judged {value} here and {judged[did]} on line {first}",
-                    )
-                repeats.append((line_number, first))
-                continue
-            first_lines[qid, did] = line_number
-            judged[did] = value
+                    qrels_path, line_number,
+                    f"({qid!r}, {did!r}) judged {value} here and {judged[did]} on line {first}",
+                )
+            repeats.append((line_number, first))
+            continue
+        first_lines[qid, did] = line_number
+        judged[did] = value
     qrels = {q: judged for q, judged in qrels.items() if q in all_queries}
     files = {"query": queries_path, "document": corpus_path}
     outcome = {"query": "left out", "document": "kept as judged: relevant, never retrieved, "

@@ -77,6 +77,38 @@ def test_errors_name_file_and_line(tmp_path, kwargs, file, line, match):
     assert os.path.basename(info.value.path) == file and info.value.line == line
 
 
+def test_bom_and_crlf_read_as_plain_utf8_and_only_newline_ends_a_line(tmp_path):
+    folder = make_folder(tmp_path)
+    # Saved on Windows: a BOM before the first row and CRLF line ends in every file.
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        path = folder / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    with pytest.warns(UserWarning, match="1 judged queries"):
+        ds = read_beir(folder, "test")
+    assert ds.corpus == {"d1": "Title body one", "d2": "body two"}
+    assert ds.queries == {"q1": "first"} and ds.qrels == {"q1": {"d1": 2}}
+    # Only \n ends a line: \u2028 inside a string is text, and a raw \r inside one (which
+    # JSON forbids) is reported on the line that `sed -n 3p` shows, not as a split row.
+    with open(folder / "corpus.jsonl", "ab") as f:
+        f.write('{"_id": "d3", "text": "a\u2028b"}\n{"_id": "d4", "text": "a\rb"}\n'.encode())
+    with pytest.raises(DataFormatError, match="malformed JSON: Invalid control") as info:
+        read_beir(folder, "test")
+    assert info.value.line == 4
+    with open(folder / "corpus.jsonl", "rb+") as f:
+        f.truncate(len(f.read()) - len(b'{"_id": "d4", "text": "a\rb"}\n'))
+    with pytest.warns(UserWarning, match="1 judged queries"):
+        assert read_beir(folder, "test").corpus["d3"] == "a\u2028b"
+
+
+def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path):
+    folder = make_folder(tmp_path)
+    (folder / "queries.jsonl").write_bytes(
+        '{"_id": "q1", "text": "first"}\n{"_id": "q2", "text": "飞机"}\n'.encode("gbk"))
+    with pytest.raises(DataFormatError, match=r"invalid UTF-8 byte b'\\xb7'.*re-encode") as info:
+        read_beir(folder, "test")
+    assert os.path.basename(info.value.path) == "queries.jsonl" and info.value.line == 2
+
+
 def test_unknown_ids_report_reads_past_rows_naming_missing_ids(tmp_path):
     # As BEIR's ArguAna: a judged document the corpus lacks; and a query queries.jsonl lacks.
     folder = make_folder(tmp_path, qrels=[
