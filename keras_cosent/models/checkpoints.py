@@ -2,8 +2,9 @@
 
 A checkpoint is either a keras-hub preset (a name such as `"bert_base_en_uncased"`,
 a Kaggle/`hf://` handle, or a folder saved by keras-hub) or a local Hugging Face
-folder (`config.json`, `model.safetensors` or `pytorch_model.bin`, `vocab.txt`,
-`tokenizer_config.json`), which keras-hub's transformers converter reads.
+folder (`config.json`, `model.safetensors` or `pytorch_model.bin`, `vocab.txt`
+or a WordPiece `tokenizer.json`, `tokenizer_config.json`), which keras-hub's
+transformers converter reads.
 
 Two places where keras-hub's conversion of Hugging Face BERT checkpoints does
 not reproduce `transformers` are fixed here:
@@ -137,11 +138,60 @@ def set_exact_gelu(backbone):
             dense.activation = keras.activations.gelu
 
 
-class safetensors_checkpoint:
+def vocabulary_from_tokenizer_json(path):
+    """The WordPiece vocabulary of a Hugging Face `tokenizer.json`, in id order.
+
+    sentence-transformers 6 saves a BERT tokenizer as `tokenizer.json` only,
+    without the `vocab.txt` that keras-hub reads; the vocabulary is the same
+    list of tokens.
+
+    Args:
+        path: str, a `tokenizer.json` file.
+
+    Returns:
+        list of str, token `i` at index `i`.
+
+    Raises:
+        ValueError: naming the file, for a tokenizer model other than
+            WordPiece, ids that are not `0..n-1` without gaps, an added token
+            outside the vocabulary, or a token holding a line break (which
+            `vocab.txt` cannot carry).
+    """
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
+    model = data.get("model") if isinstance(data, dict) else None
+    kind = model.get("type") if isinstance(model, dict) else None
+    if kind != "WordPiece" or not isinstance(model.get("vocab"), dict):
+        raise ValueError(f"{path}: tokenizer model {kind!r} is not supported; expected "
+                         "'WordPiece' (a BERT vocabulary), or a vocab.txt beside it")
+    vocab = model["vocab"]
+    tokens = [None] * len(vocab)
+    for token, index in vocab.items():
+        if not isinstance(index, int) or not 0 <= index < len(vocab) or tokens[index] is not None:
+            raise ValueError(f"{path}: token {token!r} has id {index!r}; expected the "
+                             f"{len(vocab)} ids 0..{len(vocab) - 1}, each once")
+        if "\n" in token or "\r" in token:
+            raise ValueError(f"{path}: token {token!r} holds a line break; vocab.txt cannot carry it")
+        tokens[index] = token
+    for added in data.get("added_tokens") or ():
+        content, index = added.get("content"), added.get("id")
+        if not (isinstance(index, int) and 0 <= index < len(tokens) and tokens[index] == content):
+            raise ValueError(f"{path}: added token {content!r} (id {index!r}) is not in the "
+                             "WordPiece vocabulary; keras-cosent reads vocabularies without "
+                             "added tokens")
+    return tokens
+
+
+class readable_checkpoint:
     """Context manager giving a folder keras-hub can read for `preset`.
 
-    keras-hub's converter reads `model.safetensors` only; a folder holding just
-    `pytorch_model.bin` is converted (with torch, imported lazily) into a
+    keras-hub's converter reads `model.safetensors` and `vocab.txt` only. A
+    folder holding `pytorch_model.bin` instead is converted (with torch,
+    imported lazily), and one holding `tokenizer.json` without `vocab.txt` (as
+    sentence-transformers 6 saves) gets a `vocab.txt` written from it, in a
     temporary folder that links the other files and is removed on exit.
     """
 
@@ -155,27 +205,38 @@ class safetensors_checkpoint:
             return preset
         files = set(os.listdir(preset))
         has_safetensors = "model.safetensors" in files or "model.safetensors.index.json" in files
-        if has_safetensors or "pytorch_model.bin" not in files:
+        convert_bin = not has_safetensors and "pytorch_model.bin" in files
+        write_vocab = "vocab.txt" not in files and "tokenizer.json" in files
+        if not (convert_bin or write_vocab):
             return preset
-        try:
-            import torch
-            from safetensors.torch import save_file
-        except ImportError as e:
-            raise ImportError(
-                f"{preset} holds `pytorch_model.bin` only; reading it needs torch "
-                "(pip install torch), or convert it to `model.safetensors`."
-            ) from e
+        vocabulary = None
+        if write_vocab:
+            vocabulary = vocabulary_from_tokenizer_json(os.path.join(preset, "tokenizer.json"))
+        if convert_bin:
+            try:
+                import torch
+                from safetensors.torch import save_file
+            except ImportError as e:
+                raise ImportError(
+                    f"{preset} holds `pytorch_model.bin` only; reading it needs torch "
+                    "(pip install torch), or convert it to `model.safetensors`."
+                ) from e
         self._tmp = tempfile.mkdtemp(prefix="keras_cosent_checkpoint_")
-        for name in files - {"pytorch_model.bin"}:
+        replaced = {"pytorch_model.bin"} if convert_bin else set()
+        for name in files - replaced:
             os.symlink(os.path.join(os.path.abspath(preset), name), os.path.join(self._tmp, name))
-        state = torch.load(
-            os.path.join(preset, "pytorch_model.bin"), map_location="cpu", weights_only=True
-        )
-        # Tied weights share storage, which safetensors refuses: copy each.
-        save_file(
-            {k: v.detach().clone().contiguous() for k, v in state.items()},
-            os.path.join(self._tmp, "model.safetensors"),
-        )
+        if vocabulary is not None:
+            with open(os.path.join(self._tmp, "vocab.txt"), "w", encoding="utf-8") as f:
+                f.write("".join(token + "\n" for token in vocabulary))
+        if convert_bin:
+            state = torch.load(
+                os.path.join(preset, "pytorch_model.bin"), map_location="cpu", weights_only=True
+            )
+            # Tied weights share storage, which safetensors refuses: copy each.
+            save_file(
+                {k: v.detach().clone().contiguous() for k, v in state.items()},
+                os.path.join(self._tmp, "model.safetensors"),
+            )
         return self._tmp
 
     def __exit__(self, *exc):

@@ -327,17 +327,19 @@ class SentenceEncoder(keras.Model):
 
         Args:
             path_or_preset: a local Hugging Face folder (`config.json`,
-                `model.safetensors` or `pytorch_model.bin`, `vocab.txt`,
-                `tokenizer_config.json`), or a keras-hub preset name / handle
-                (downloaded by keras-hub). None uses `default_checkpoint()`.
+                `model.safetensors` or `pytorch_model.bin`, `vocab.txt` or a
+                WordPiece `tokenizer.json`, `tokenizer_config.json`), or a
+                keras-hub preset name / handle (downloaded by keras-hub). None uses `default_checkpoint()`.
             pooling: pooling name (see the class docstring); None reads the
                 checkpoint's: a sentence-transformers folder's
                 `1_Pooling/config.json`, else `"mean"`. An explicit value wins.
             max_length: int, longest token sequence including special tokens;
                 None reads the checkpoint's: `max_seq_length` of a
-                sentence-transformers folder's `sentence_bert_config.json`,
-                else 128 (or the backbone's `max_sequence_length`, if
-                smaller). An explicit value wins.
+                sentence-transformers folder's `sentence_bert_config.json`
+                (or, where sentence-transformers 6 leaves it out, the
+                `model_max_length` of its `tokenizer_config.json`), else 128
+                (or the backbone's `max_sequence_length`, if smaller). An
+                explicit value wins.
             dtype: backbone dtype or dtype policy name (e.g. `"bfloat16"`);
                 None keeps the global policy.
             exact_gelu: None reads the checkpoint (`hidden_act="gelu"` in a
@@ -384,7 +386,7 @@ class SentenceEncoder(keras.Model):
                 )
         if exact_gelu is None:
             exact_gelu = checkpoints.hidden_act_is_exact_gelu(hf_config)
-        with checkpoints.safetensors_checkpoint(preset) as readable:
+        with checkpoints.readable_checkpoint(preset) as readable:
             backbone = keras_hub.models.Backbone.from_preset(readable, dtype=dtype)
             tokenizer_cls = keras_hub.models.Tokenizer
             if checkpoints.uses_hf_bert_tokenizer(hf_config, preset):

@@ -2,7 +2,8 @@
 
 A sentence-transformers checkpoint folder carries, besides the Hugging Face
 files, `modules.json` (its module stack), `sentence_bert_config.json`
-(`max_seq_length`, `do_lower_case`) and one folder per module, e.g.
+(`max_seq_length`, `do_lower_case`; version 6 keeps the length in the
+tokenizer's `model_max_length` instead) and one folder per module, e.g.
 `1_Pooling/config.json` (the pooling mode) and `2_Normalize`.
 `read_sentence_transformers_config` turns them into the options of
 `keras_cosent.models.SentenceEncoder` so the encoder embeds as
@@ -86,6 +87,21 @@ def pooling_from_config(config, path="1_Pooling/config.json"):
     return modes[0]
 
 
+def _tokenizer_max_length(module_dir):
+    """`model_max_length` of `tokenizer_config.json`, or None when absent or unset.
+
+    `transformers` writes a huge number (`int(1e30)`) for "no limit"; such a
+    value, or anything above 1,000,000 tokens, reads as unset.
+    """
+    path = os.path.join(module_dir, "tokenizer_config.json")
+    if not os.path.isfile(path):
+        return None
+    value = _load_json(path).get("model_max_length")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1_000_000:
+        return None
+    return value
+
+
 def read_sentence_transformers_config(folder):
     """Reads the encoding settings of a sentence-transformers folder.
 
@@ -96,8 +112,10 @@ def read_sentence_transformers_config(folder):
         None when `folder` has no `modules.json` (not a sentence-transformers
         folder), else a dict with `pooling` (str or None when the stack has no
         Pooling module), `max_length` (int or None: `max_seq_length` of
-        `sentence_bert_config.json`), `do_lower_case` (bool or None) and
-        `normalize` (bool, whether the stack ends in Normalize).
+        `sentence_bert_config.json`, else, as sentence-transformers 6 reads
+        it, `model_max_length` of the tokenizer's `tokenizer_config.json`),
+        `do_lower_case` (bool or None) and `normalize` (bool, whether the
+        stack ends in Normalize).
 
     Raises:
         ValueError: for a module type other than Transformer, Pooling,
@@ -147,6 +165,9 @@ def read_sentence_transformers_config(folder):
                     result["max_length"] = int(config["max_seq_length"])
                 if config.get("do_lower_case") is not None:
                     result["do_lower_case"] = bool(config["do_lower_case"])
+            if result["max_length"] is None:
+                # sentence-transformers 6 keeps the limit on the tokenizer only.
+                result["max_length"] = _tokenizer_max_length(module_dir)
         elif kind == "Pooling":
             pooling_path = os.path.join(module_dir, "config.json")
             if not os.path.isfile(pooling_path):

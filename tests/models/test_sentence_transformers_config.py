@@ -110,3 +110,17 @@ def test_max_seq_length_beyond_positions_refused(minilm_path, tmp_path):
         (folder / name).symlink_to(minilm_path / name)
     with pytest.raises(ValueError, match="max_position_embeddings 512"):
         SentenceEncoder.from_checkpoint(folder)
+
+
+def test_max_length_read_from_the_tokenizer_when_sentence_bert_config_has_none(
+        minilm_path, tmp_path):
+    # sentence-transformers 6 saves `max_seq_length` as the tokenizer's `model_max_length`.
+    folder = _st_folder(minilm_path, tmp_path,
+                        bert=lambda c: {k: v for k, v in c.items() if k != "max_seq_length"})
+    assert read_sentence_transformers_config(folder)["max_length"] is None
+    for value, expected in ((200, 200), (int(1e30), None), ("256", None), (True, None)):
+        (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": value}))
+        assert read_sentence_transformers_config(folder)["max_length"] == expected, value
+    # An explicit max_seq_length still wins over the tokenizer's.
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64}))
+    assert read_sentence_transformers_config(folder)["max_length"] == 64

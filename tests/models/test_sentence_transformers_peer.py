@@ -6,6 +6,8 @@ folder's `sentence_bert_config.json` (`max_seq_length` 256) and
 at token lengths spread up to 256 and beyond (where both truncate).
 """
 
+import json
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,20 @@ def test_cli_loader_passes_none(minilm_path):
 
     assert cli_load_encoder("all-MiniLM-L6-v2").max_length == 256
     assert load_encoder(str(minilm_path), max_length=64).max_length == 64
+
+
+def test_folder_saved_by_sentence_transformers_reads_as_the_peer_reads_it(minilm_path, tmp_path):
+    # sentence-transformers 6 saves the tokenizer as tokenizer.json only (no vocab.txt,
+    # which keras-hub reads) and the length limit on the tokenizer, not in
+    # sentence_bert_config.json: a model fine-tuned with the peer is saved like this.
+    st = pytest.importorskip("sentence_transformers")
+    st.SentenceTransformer(str(minilm_path), device="cpu").save(str(tmp_path))
+    assert not (tmp_path / "vocab.txt").exists()
+    assert "max_seq_length" not in json.loads((tmp_path / "sentence_bert_config.json").read_text())
+    saved = st.SentenceTransformer(str(tmp_path), device="cpu")
+    sentences = _sentences()[:6] + ["Ｆｕｌｌ-width，text in a café", "飞机正在起飞。"]
+    ours = load_encoder(str(tmp_path))
+    assert (ours.max_length, ours.pooling) == (saved.max_seq_length, "mean") == (256, "mean")
+    np.testing.assert_allclose(
+        ours.encode(sentences, batch_size=4), saved.encode(sentences, batch_size=4),
+        atol=TOL, rtol=0)
