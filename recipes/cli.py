@@ -14,6 +14,7 @@ from recipes.commands.check_serving import check_serving
 from recipes.commands.encode import encode
 from recipes.commands.evaluate import evaluate
 from recipes.commands.export import export
+from recipes.commands.export_st import export_st
 from recipes.commands.mine import mine
 from recipes.commands.train import train
 from recipes.context import BACKENDS
@@ -97,6 +98,7 @@ def main(ctx, backend, tuning, verbose):
     keras-cosent mine runs/demo --queries q.jsonl --corpus c.jsonl -o rows.jsonl
     keras-cosent export runs/demo runs/demo/export
     keras-cosent check-serving runs/demo/export/1
+    keras-cosent export-st runs/demo runs/demo/sentence-transformers
 
     MODEL is a `train` output directory, a local Hugging Face or keras-hub
     checkpoint directory, a keras-hub preset name, or all-MiniLM-L6-v2 (the
@@ -105,5 +107,5 @@ def main(ctx, backend, tuning, verbose):
     ctx.obj = Environment(backend, tuning=tuning, verbose=verbose)
 
 
-for _command in (train, evaluate, encode, mine, export, check_serving):
+for _command in (train, evaluate, encode, mine, export, export_st, check_serving):
     main.add_command(_command)

@@ -206,7 +206,10 @@ class readable_checkpoint:
         files = set(os.listdir(preset))
         has_safetensors = "model.safetensors" in files or "model.safetensors.index.json" in files
         convert_bin = not has_safetensors and "pytorch_model.bin" in files
-        write_vocab = "vocab.txt" not in files and "tokenizer.json" in files
+        # keras-hub presets keep their own tokenizer.json (a Keras config): only a
+        # Hugging Face folder's is a `tokenizers` file.
+        write_vocab = ("vocab.txt" not in files and "tokenizer.json" in files
+                       and read_hf_json(preset, "config.json") is not None)
         if not (convert_bin or write_vocab):
             return preset
         vocabulary = None

@@ -27,6 +27,8 @@ import pytest
         "keras_cosent.retrieval.metrics",
         "keras_cosent.retrieval.mining",
         "keras_cosent.layers.softmax_classifier_head",
+        "keras_cosent.export.sentence_transformers_export",
+        "keras_cosent.models.checkpoints",
     ],
 )
 def test_examples_run(module_name):

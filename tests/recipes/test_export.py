@@ -1,7 +1,9 @@
-"""`keras-cosent export` and `check-serving`: refusals (fast) and a real export (slow)."""
+"""`keras-cosent export`, `export-st` and `check-serving`: refusals (fast), a trained run written
+for sentence-transformers, and a real SavedModel export (slow)."""
 
 import json
 
+import numpy as np
 import pytest
 
 from tests.recipes.test_cli import assert_one_line_error
@@ -16,6 +18,23 @@ def test_existing_version_needs_overwrite(cli, trained_run, tmp_path):
 def test_check_serving_needs_a_version_directory(cli, tmp_path):
     result = cli("check-serving", tmp_path)
     assert_one_line_error(result, "saved_model.pb")
+
+
+def test_export_st_writes_a_folder_the_peer_embeds_as_the_run_does(cli, trained_run, tmp_path):
+    st = pytest.importorskip("sentence_transformers")
+    from keras_cosent.models import load_encoder
+
+    target = tmp_path / "st"
+    result = cli("export-st", trained_run["output"], target)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(target)
+    sentences = ["A man is playing a guitar.", "The cat sat on the mat.", "飞机正在起飞。"]
+    np.testing.assert_allclose(
+        st.SentenceTransformer(str(target), device="cpu").encode(sentences),
+        load_encoder(trained_run["output"]).encode(sentences), atol=1e-5, rtol=0)
+    result = cli("export-st", trained_run["output"], target)
+    assert_one_line_error(result, "already exists and is not empty", "--overwrite")
+    assert cli("export-st", trained_run["output"], target, "--overwrite").exit_code == 0
 
 
 @pytest.mark.slow

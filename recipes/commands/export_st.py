@@ -1,0 +1,40 @@
+"""`keras-cosent export-st`: a model as a sentence-transformers / Hugging Face folder."""
+
+import os
+
+import click
+
+from recipes.context import pass_environment
+from recipes.errors import CliError
+from recipes.errors import one_line
+from recipes.options import backend_option
+
+
+@click.command("export-st", short_help="Write a model as a sentence-transformers folder.")
+@click.argument("model")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--overwrite", is_flag=True, default=False, show_default=True,
+              help="Replace DIRECTORY when it exists and is not empty.")
+@backend_option
+@pass_environment
+def export_st(env, model, directory, overwrite):
+    """Write MODEL (a BERT encoder) to DIRECTORY as a sentence-transformers folder.
+
+    SentenceTransformer(DIRECTORY) then embeds as MODEL does; transformers reads
+    its BertModel, and every keras-cosent command reads it back as MODEL.
+    """
+    if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
+        raise CliError(f"{directory} already exists and is not empty; pass --overwrite "
+                       "to replace it")
+    env.activate_backend()
+    from keras_cosent.export import export_sentence_transformers
+    from recipes.model_loading import load_encoder
+
+    encoder = load_encoder(model)
+    try:
+        path = export_sentence_transformers(encoder, directory, overwrite=overwrite)
+    except ValueError as error:  # an encoder the format cannot hold (pooling, backbone)
+        raise CliError(f"cannot write MODEL {model!r} as a sentence-transformers folder: "
+                       f"{one_line(error)}") from error
+    env.log(path)
+    env.note(f"written; load it with: SentenceTransformer({path!r})")
