@@ -12,7 +12,7 @@ from recipes.cli import main
 from recipes.context import BACKENDS
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COMMANDS = ("train", "evaluate", "encode", "mine", "export", "check-serving")
+COMMANDS = ("train", "evaluate", "encode", "mine", "export", "export-st", "check-serving")
 
 
 def assert_one_line_error(result, *fragments):
