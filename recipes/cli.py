@@ -1,4 +1,5 @@
-"""The `keras-cosent` command group: train, evaluate, encode, mine, export, export-st, check-serving.
+"""The `keras-cosent` command group: train, evaluate, encode, mine, export, export-st and
+check-serving.
 
 One click group holds the options every command shares (the Keras backend) in an
 `Environment` passed down with `make_pass_decorator`; each command lives in its own

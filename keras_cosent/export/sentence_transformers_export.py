@@ -257,7 +257,8 @@ def export_sentence_transformers(encoder_or_path, directory, overwrite=False):
     pooling.update({"pooling_mode_lasttoken": False, "include_prompt": True})
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 1, "name": "1", "path": "1_Pooling",
+         "type": "sentence_transformers.models.Pooling"},
         {"idx": 2, "name": "2", "path": "2_Normalize",
          "type": "sentence_transformers.models.Normalize"},
     ]

@@ -174,7 +174,8 @@ def vocabulary_from_tokenizer_json(path):
             raise ValueError(f"{path}: token {token!r} has id {index!r}; expected the "
                              f"{len(vocab)} ids 0..{len(vocab) - 1}, each once")
         if "\n" in token or "\r" in token:
-            raise ValueError(f"{path}: token {token!r} holds a line break; vocab.txt cannot carry it")
+            raise ValueError(
+                f"{path}: token {token!r} holds a line break; vocab.txt cannot carry it")
         tokens[index] = token
     for added in data.get("added_tokens") or ():
         content, index = added.get("content"), added.get("id")
