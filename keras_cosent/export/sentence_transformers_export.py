@@ -161,7 +161,7 @@ def _check_encoder(encoder):
         )
 
 
-def export_sentence_transformers(encoder_or_path, directory, overwrite=False):
+def export_sentence_transformers(encoder_or_path, directory, overwrite=False, truncate_dim=None):
     """Writes a BERT sentence encoder as a sentence-transformers folder.
 
     `SentenceTransformer(directory)` then embeds as the encoder does (the
@@ -184,6 +184,13 @@ def export_sentence_transformers(encoder_or_path, directory, overwrite=False):
         directory: the folder to write.
         overwrite: replace an existing non-empty `directory`; otherwise it
             raises `FileExistsError`.
+        truncate_dim: `None`, or an int in `[1, embedding dim]`, written as
+            the folder's `truncate_dim` (for models trained with
+            `matryoshka_dims`): sentence-transformers then returns the first
+            `truncate_dim` coordinates of the unit-length embedding without
+            re-normalising them, so its vectors point as
+            `encode(truncate_dim=...)`'s do (the same cosines) but are shorter
+            than unit length.
 
     Returns:
         The absolute path of the written folder, as a string.
@@ -215,11 +222,13 @@ def export_sentence_transformers(encoder_or_path, directory, overwrite=False):
     from safetensors.numpy import save_file
 
     from keras_cosent.models.encoder_loading import load_encoder
+    from keras_cosent.utils.truncation import check_truncate_dim
 
     encoder = encoder_or_path
     if isinstance(encoder_or_path, (str, os.PathLike)):
         encoder = load_encoder(encoder_or_path)
     _check_encoder(encoder)
+    truncate_dim = check_truncate_dim(truncate_dim, encoder.embedding_dim)
     directory = os.path.abspath(os.fspath(directory))
     if os.path.exists(directory):
         if not os.path.isdir(directory):
@@ -281,8 +290,10 @@ def export_sentence_transformers(encoder_or_path, directory, overwrite=False):
         _write_json(os.path.join(out, "sentence_bert_config.json"),
                     {"max_seq_length": int(encoder.max_length), "do_lower_case": False})
         _write_json(os.path.join(out, "1_Pooling", "config.json"), pooling)
-        _write_json(os.path.join(out, "config_sentence_transformers.json"),
-                    {"prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"})
+        st_config = {"prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"}
+        if truncate_dim is not None:
+            st_config["truncate_dim"] = truncate_dim
+        _write_json(os.path.join(out, "config_sentence_transformers.json"), st_config)
         if os.path.exists(directory):
             # rename cannot replace a non-empty directory: move the old one aside.
             os.rename(directory, os.path.join(staging, "replaced"))

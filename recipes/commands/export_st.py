@@ -15,9 +15,13 @@ from recipes.options import backend_option
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace DIRECTORY when it exists and is not empty.")
+@click.option("--truncate-dim", type=click.IntRange(min=1), default=None,
+              show_default="the full embedding",
+              help="Save the folder with truncate_dim D: sentence-transformers returns the "
+              "first D coordinates (for models trained with --matryoshka-dims).")
 @backend_option
 @pass_environment
-def export_st(env, model, directory, overwrite):
+def export_st(env, model, directory, overwrite, truncate_dim):
     """Write MODEL (a BERT encoder) to DIRECTORY as a sentence-transformers folder.
 
     SentenceTransformer(DIRECTORY) then embeds as MODEL does; transformers reads
@@ -29,10 +33,13 @@ def export_st(env, model, directory, overwrite):
     env.activate_backend()
     from keras_cosent.export import export_sentence_transformers
     from recipes.model_loading import load_encoder
+    from recipes.options import check_truncate_dim_option
 
     encoder = load_encoder(model)
+    check_truncate_dim_option(truncate_dim, encoder, model)
     try:
-        path = export_sentence_transformers(encoder, directory, overwrite=overwrite)
+        path = export_sentence_transformers(encoder, directory, overwrite=overwrite,
+                                            truncate_dim=truncate_dim)
     except ValueError as error:  # an encoder the format cannot hold (pooling, backbone)
         raise CliError(f"cannot write MODEL {model!r} as a sentence-transformers folder: "
                        f"{one_line(error)}") from error

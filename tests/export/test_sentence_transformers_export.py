@@ -55,6 +55,19 @@ def test_the_peer_embeds_the_folder_as_the_encoder_does(tiny_checkpoint, tmp_pat
     assert np.abs(untouched.encode(SENTENCES) - ours).max() > 1e-2
 
 
+def test_truncate_dim_is_the_peers_setting_with_the_same_directions(tiny_checkpoint, tmp_path):
+    encoder = _trained(SentenceEncoder.from_checkpoint(tiny_checkpoint, max_length=24))
+    with pytest.raises(ValueError, match="at most the embedding dimension 8"):
+        export_sentence_transformers(encoder, tmp_path / "st", truncate_dim=9)
+    folder = export_sentence_transformers(encoder, tmp_path / "st", truncate_dim=4)
+    theirs = _peer(folder).encode(SENTENCES)
+    assert theirs.shape == (len(SENTENCES), 4)
+    # The peer cuts the unit-length embedding and does not re-normalise: same directions.
+    theirs = theirs / np.linalg.norm(theirs, axis=1, keepdims=True)
+    np.testing.assert_allclose(theirs, encoder.encode(SENTENCES, truncate_dim=4),
+                               atol=1e-5, rtol=0)
+
+
 @once_in("torch", "a 6-layer round trip through the peer (weight reading is tested per backend "
          "on the tiny checkpoint)")
 def test_minilm_round_trip_through_the_peer_and_back(minilm_path, tmp_path):
