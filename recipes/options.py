@@ -174,6 +174,17 @@ def check_truncate_dim_option(truncate_dim, encoder, model):
         )
 
 
+def truncate_dim_option(what):
+    """`--truncate-dim D`: `what` the first D coordinates of each embedding (Matryoshka)."""
+    return click.option(
+        "--truncate-dim",
+        type=click.IntRange(min=1),
+        default=None,
+        show_default="the full embedding",
+        help=f"{what} (for models trained with --matryoshka-dims).",
+    )
+
+
 def batch_size_option(default=32):
     return click.option(
         "--batch-size",

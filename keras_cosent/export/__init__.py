@@ -1,4 +1,5 @@
-"""keras_cosent.export: SavedModel export for TF Serving, its op audit, and sentence-transformers folders.
+"""keras_cosent.export: SavedModel export for TF Serving, its op audit, and
+sentence-transformers folders.
 
 - `export_saved_model(encoder_or_path, base_dir, ...)` writes `<base_dir>/<version>/`
   with the `serving_default` (sentences), `encode_tokens` (token ids) and

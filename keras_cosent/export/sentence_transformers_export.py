@@ -113,22 +113,19 @@ def _tokenizer_files(tokenizer, max_length):
     lowercase = tokenizer.hf_lowercase if isinstance(tokenizer, HFBertTokenizer) \
         else bool(tokenizer.lowercase)
     vocabulary = list(tokenizer.get_vocabulary())
-    bad = next((t for t in vocabulary if "\n" in t or "\r" in t), None)
-    if bad is not None:
-        raise ValueError(f"The tokenizer's vocabulary holds {bad!r}, a token with a line "
-                         "break, which vocab.txt cannot carry")
+    # `_check_encoder` made sure this is a keras-hub BertTokenizer: all are set.
     special = {
-        "cls_token": getattr(tokenizer, "cls_token", "[CLS]"),
-        "sep_token": getattr(tokenizer, "sep_token", "[SEP]"),
-        "pad_token": getattr(tokenizer, "pad_token", "[PAD]"),
-        "mask_token": getattr(tokenizer, "mask_token", "[MASK]"),
-        "unk_token": getattr(tokenizer, "oov_token", "[UNK]"),
+        "cls_token": tokenizer.cls_token,
+        "sep_token": tokenizer.sep_token,
+        "pad_token": tokenizer.pad_token,
+        "mask_token": tokenizer.mask_token,
+        "unk_token": tokenizer.oov_token,
     }
     config = {
         "tokenizer_class": "BertTokenizer",
         "do_lower_case": lowercase,
-        "strip_accents": bool(getattr(tokenizer, "strip_accents", lowercase)),
-        "tokenize_chinese_chars": bool(getattr(tokenizer, "split_on_cjk", True)),
+        "strip_accents": bool(tokenizer.strip_accents),
+        "tokenize_chinese_chars": bool(tokenizer.split_on_cjk),
         "model_max_length": int(max_length),
         **special,
     }
@@ -221,6 +218,7 @@ def export_sentence_transformers(encoder_or_path, directory, overwrite=False, tr
     """
     from safetensors.numpy import save_file
 
+    from keras_cosent.models.checkpoints import write_vocab_txt
     from keras_cosent.models.encoder_loading import load_encoder
     from keras_cosent.utils.truncation import check_truncate_dim
 
@@ -283,8 +281,7 @@ def export_sentence_transformers(encoder_or_path, directory, overwrite=False, tr
         save_file(bert_state_dict(backbone), os.path.join(out, "model.safetensors"),
                   metadata={"format": "pt"})
         _write_json(os.path.join(out, "config.json"), bert_config)
-        with open(os.path.join(out, "vocab.txt"), "w", encoding="utf-8") as f:
-            f.write("".join(token + "\n" for token in vocabulary))
+        write_vocab_txt(os.path.join(out, "vocab.txt"), vocabulary, "the encoder's tokenizer")
         _write_json(os.path.join(out, "tokenizer_config.json"), tokenizer_config)
         _write_json(os.path.join(out, "modules.json"), modules)
         _write_json(os.path.join(out, "sentence_bert_config.json"),

@@ -173,10 +173,8 @@ def vocabulary_from_tokenizer_json(path):
         if not isinstance(index, int) or not 0 <= index < len(vocab) or tokens[index] is not None:
             raise ValueError(f"{path}: token {token!r} has id {index!r}; expected the "
                              f"{len(vocab)} ids 0..{len(vocab) - 1}, each once")
-        if "\n" in token or "\r" in token:
-            raise ValueError(
-                f"{path}: token {token!r} holds a line break; vocab.txt cannot carry it")
         tokens[index] = token
+    _check_vocab_lines(tokens, path)
     for added in data.get("added_tokens") or ():
         content, index = added.get("content"), added.get("id")
         if not (isinstance(index, int) and 0 <= index < len(tokens) and tokens[index] == content):
@@ -184,6 +182,24 @@ def vocabulary_from_tokenizer_json(path):
                              "WordPiece vocabulary; keras-cosent reads vocabularies without "
                              "added tokens")
     return tokens
+
+
+def _check_vocab_lines(tokens, source):
+    bad = next((token for token in tokens if "\n" in token or "\r" in token), None)
+    if bad is not None:
+        raise ValueError(f"{source}: token {bad!r} holds a line break; vocab.txt cannot carry it")
+
+
+def write_vocab_txt(path, tokens, source):
+    """Writes `tokens` as a `vocab.txt`, one per line in id order.
+
+    Raises:
+        ValueError: naming `source` (where the tokens came from) for a token
+            holding a line break, which a line-per-token file cannot carry.
+    """
+    _check_vocab_lines(tokens, source)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(token + "\n" for token in tokens))
 
 
 class readable_checkpoint:
@@ -214,8 +230,9 @@ class readable_checkpoint:
         if not (convert_bin or write_vocab):
             return preset
         vocabulary = None
+        tokenizer_json = os.path.join(preset, "tokenizer.json")
         if write_vocab:
-            vocabulary = vocabulary_from_tokenizer_json(os.path.join(preset, "tokenizer.json"))
+            vocabulary = vocabulary_from_tokenizer_json(tokenizer_json)
         if convert_bin:
             try:
                 import torch
@@ -230,8 +247,7 @@ class readable_checkpoint:
         for name in files - replaced:
             os.symlink(os.path.join(os.path.abspath(preset), name), os.path.join(self._tmp, name))
         if vocabulary is not None:
-            with open(os.path.join(self._tmp, "vocab.txt"), "w", encoding="utf-8") as f:
-                f.write("".join(token + "\n" for token in vocabulary))
+            write_vocab_txt(os.path.join(self._tmp, "vocab.txt"), vocabulary, tokenizer_json)
         if convert_bin:
             state = torch.load(
                 os.path.join(preset, "pytorch_model.bin"), map_location="cpu", weights_only=True

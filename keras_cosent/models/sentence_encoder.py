@@ -329,7 +329,8 @@ class SentenceEncoder(keras.Model):
             path_or_preset: a local Hugging Face folder (`config.json`,
                 `model.safetensors` or `pytorch_model.bin`, `vocab.txt` or a
                 WordPiece `tokenizer.json`, `tokenizer_config.json`), or a
-                keras-hub preset name / handle (downloaded by keras-hub). None uses `default_checkpoint()`.
+                keras-hub preset name / handle (downloaded by keras-hub).
+                None uses `default_checkpoint()`.
             pooling: pooling name (see the class docstring); None reads the
                 checkpoint's: a sentence-transformers folder's
                 `1_Pooling/config.json`, else `"mean"`. An explicit value wins.

@@ -8,6 +8,7 @@ from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import check_truncate_dim_option
 from recipes.options import max_length_option
+from recipes.options import truncate_dim_option
 from recipes.output_files import write_atomically
 
 
@@ -41,10 +42,7 @@ def read_sentences(stream, name):
               help="The .npy file to write: float32, one L2-normalised row per input line.")
 @batch_size_option()
 @max_length_option
-@click.option("--truncate-dim", type=click.IntRange(min=1), default=None,
-              show_default="the full embedding",
-              help="Keep the first D coordinates of each embedding, re-normalised "
-              "(for models trained with --matryoshka-dims).")
+@truncate_dim_option("Keep the first D coordinates of each embedding, re-normalised")
 @backend_option
 @pass_environment
 def encode(env, model, input, output, batch_size, max_length, truncate_dim):

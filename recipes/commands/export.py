@@ -6,6 +6,7 @@ import click
 
 from recipes.context import pass_environment
 from recipes.options import backend_option
+from recipes.options import truncate_dim_option
 from recipes.errors import CliError
 
 
@@ -21,10 +22,7 @@ from recipes.errors import CliError
               help="Include the signatures that take raw sentences (tokenised in the graph, "
               "so the server needs TensorFlow Text); --no-string-signatures writes a "
               "core-ops-only model whose serving_default takes token ids.")
-@click.option("--truncate-dim", type=click.IntRange(min=1), default=None,
-              show_default="the full embedding",
-              help="Serve the first D coordinates of each embedding, re-normalised "
-              "(for models trained with --matryoshka-dims).")
+@truncate_dim_option("Serve the first D coordinates of each embedding, re-normalised")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace an existing BASE_DIR/VERSION.")
 @backend_option

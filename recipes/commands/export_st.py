@@ -8,6 +8,7 @@ from recipes.context import pass_environment
 from recipes.errors import CliError
 from recipes.errors import one_line
 from recipes.options import backend_option
+from recipes.options import truncate_dim_option
 
 
 @click.command("export-st", short_help="Write a model as a sentence-transformers folder.")
@@ -15,10 +16,8 @@ from recipes.options import backend_option
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace DIRECTORY when it exists and is not empty.")
-@click.option("--truncate-dim", type=click.IntRange(min=1), default=None,
-              show_default="the full embedding",
-              help="Save the folder with truncate_dim D: sentence-transformers returns the "
-              "first D coordinates (for models trained with --matryoshka-dims).")
+@truncate_dim_option("Save the folder with truncate_dim D: sentence-transformers returns the "
+                     "first D coordinates")
 @backend_option
 @pass_environment
 def export_st(env, model, directory, overwrite, truncate_dim):
