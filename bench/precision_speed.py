@@ -24,11 +24,24 @@ machine without the network). On a GPU, e.g.:
     python -m bench tool precision-speed --backends torch,jax --random-weights --train \
         --batch-size 128 --length 128 --calls 10
 
+`peer` among `--backends` times sentence-transformers on the same architecture,
+sizes and random token ids, as bench/stacks.py trains it: its forward pass
+(`SentenceTransformer` in eval mode, under `torch.no_grad`) and its training step
+(`CoSENTLoss` over mean pooling, PyTorch's fused AdamW), on the GPU when there is
+one; `mixed_bfloat16` is `torch.autocast` to bfloat16, what its trainer's `bf16=True`
+runs. With `--random-weights` it builds a random `transformers` `BertModel` of
+MiniLM's configuration (on a machine with neither network nor checkpoint). The
+table then gives each stack's seconds over the peer's under the same policy:
+
+    python -m bench tool precision-speed --backends peer,torch,jax --random-weights \
+        --train --batch-size 128 --length 128 --calls 10
+
 Prints one JSON line per (backend, policy) (also appended to `--out`) and a
 Markdown table of float32 and bfloat16 seconds and their ratio.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -38,6 +51,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 BACKENDS = ("torch", "jax", "tensorflow")
+PEER = "peer"  # sentence-transformers, run by `peer_worker` on PyTorch
 POLICIES = ("float32", "mixed_bfloat16")
 # all-MiniLM-L6-v2's architecture (its config.json), for `--random-weights`.
 MINILM_ARCHITECTURE = dict(vocabulary_size=30522, num_layers=6, num_heads=12, hidden_dim=384,
@@ -145,24 +159,126 @@ def worker(args):
     print(json.dumps(line), flush=True)
 
 
+def _peer_model(random_weights, device):
+    """sentence-transformers' Transformer + mean Pooling on MiniLM (random weights if asked)."""
+    import tempfile
+
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import models
+
+    if not random_weights:
+        from bench.common import minilm_path
+
+        return SentenceTransformer(minilm_path(), device=device)
+    from transformers import BertConfig
+    from transformers import BertModel
+
+    folder = tempfile.mkdtemp(prefix="peer-minilm-")
+    a = MINILM_ARCHITECTURE
+    BertModel(BertConfig(
+        vocab_size=a["vocabulary_size"], hidden_size=a["hidden_dim"],
+        num_hidden_layers=a["num_layers"], num_attention_heads=a["num_heads"],
+        intermediate_size=a["intermediate_dim"],
+        max_position_embeddings=a["max_sequence_length"])).save_pretrained(folder)
+    # The tokenizer is never called (the steps take token ids); Transformer loads one.
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(specials + [f"w{i}" for i in range(a["vocabulary_size"] - 5)]) + "\n")
+    transformer = models.Transformer(folder)
+    pooling = models.Pooling(a["hidden_dim"], "mean")
+    return SentenceTransformer(modules=[transformer, pooling], device=device)
+
+
+def peer_worker(args):
+    """The peer's forward pass and training step, timed as `worker` times keras-cosent's."""
+    import numpy as np
+    import torch
+
+    try:  # sentence-transformers 6.1 and later
+        from sentence_transformers.sentence_transformer.losses import CoSENTLoss
+    except ImportError:
+        from sentence_transformers.losses import CoSENTLoss
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = _peer_model(args.random_weights, device)
+    autocast = (lambda: torch.autocast(device, dtype=torch.bfloat16)) \
+        if args.policy == "mixed_bfloat16" else (lambda: contextlib.nullcontext())
+    rng = np.random.default_rng(0)
+    shape = (args.batch_size, args.length)
+    ids = torch.from_numpy(rng.integers(1000, 20000, size=shape).astype("int64")).to(device)
+    features = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                "token_type_ids": torch.zeros_like(ids)}
+
+    def call():
+        model.eval()
+        with torch.no_grad(), autocast():
+            out = model(dict(features))["token_embeddings"]
+        return float(out.float().sum())  # waits for the GPU, as `worker`'s call does
+
+    line = {"backend": PEER, "policy": args.policy,
+            "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+            "weights": "random" if args.random_weights else "checkpoint",
+            "batch_size": args.batch_size, "length": args.length,
+            "forward_seconds": _fastest(call, args.calls)}
+    if args.train:
+        half = args.batch_size // 2
+        pair = [{k: v[:half] for k, v in features.items()},
+                {k: v[half:2 * half] for k, v in features.items()}]
+        scores = torch.from_numpy(
+            np.random.default_rng(1).uniform(0, 5, size=half).astype("float32")).to(device)
+        loss_fn = CoSENTLoss(model, scale=20.0)
+        opt = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01, fused=True)
+
+        def step():
+            model.train()
+            with autocast():
+                loss = loss_fn([dict(f) for f in pair], scores)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return float(loss.detach())  # waits for the step
+
+        line["train_step_seconds"] = _fastest(step, args.calls)
+        line["train_pairs"] = half
+        if not np.isfinite(step()):
+            raise SystemExit(f"peer training step loss is not finite under {args.policy}")
+    import sentence_transformers
+
+    line["versions"] = {"sentence-transformers": sentence_transformers.__version__,
+                        "torch": torch.__version__}
+    print(json.dumps(line), flush=True)
+
+
 def table(lines):
-    """Markdown: forward seconds per policy and their ratio; training-step seconds when timed."""
+    """Markdown: seconds per policy and their ratio, for the forward pass and the
+    training step when timed; with a peer line, each stack's seconds over the peer's."""
     by = {(g["backend"], g["policy"]): g for g in lines}
     backends = list(dict.fromkeys(g["backend"] for g in lines))
+    has_peer = PEER in backends
     out = []
     for key, title in (("forward_seconds", "forward"), ("train_step_seconds", "training step")):
         if not any(key in g for g in lines):
             continue
         if out:
             out.append("")
-        out += [f"| backend, {title} | float32 s | mixed_bfloat16 s | bfloat16 / float32 |",
-                "|---|---:|---:|---:|"]
+        header = f"| backend, {title} | float32 s | mixed_bfloat16 s | bfloat16 / float32 |"
+        rule = "|---|---:|---:|---:|"
+        if has_peer:
+            header += " float32 / peer | bfloat16 / peer |"
+            rule += "---:|---:|"
+        out += [header, rule]
+        peer = [by.get((PEER, policy)) for policy in POLICIES]
         for backend in backends:
             f32, bf16 = (by.get((backend, policy)) for policy in POLICIES)
             f32, bf16 = (g if g and key in g else None for g in (f32, bf16))
             cells = [f"{g[key]:.3f}" if g else "-" for g in (f32, bf16)]
             ratio = f"{bf16[key] / f32[key]:.2f}x" if f32 and bf16 else "-"
-            out.append(f"| {backend} | {cells[0]} | {cells[1]} | {ratio} |")
+            row = f"| {backend} | {cells[0]} | {cells[1]} | {ratio} |"
+            if has_peer:
+                row += "".join(
+                    f" {g[key] / ref[key]:.2f}x |" if g and ref and key in ref else " - |"
+                    for g, ref in zip((f32, bf16), peer))
+            out.append(row)
     return "\n".join(out)
 
 
@@ -180,21 +296,23 @@ def main():
     p.add_argument("--out")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--policy", default="float32", choices=POLICIES, help=argparse.SUPPRESS)
+    p.add_argument("--stack", default="keras", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        worker(args)
+        (peer_worker if args.stack == PEER else worker)(args)
         return
     from bench import harness
 
     backends = [b.strip() for b in args.backends.split(",")]
-    unknown = set(backends) - set(BACKENDS)
+    unknown = set(backends) - set(BACKENDS) - {PEER}
     if unknown:
-        p.error(f"--backends: unknown {sorted(unknown)}; choose from {list(BACKENDS)}")
+        p.error(f"--backends: unknown {sorted(unknown)}; choose from {list(BACKENDS) + [PEER]}")
     lines = []
     for backend in backends:
         for policy in POLICIES:
-            env = dict(os.environ, KERAS_BACKEND=backend)
+            env = dict(os.environ, KERAS_BACKEND="torch" if backend == PEER else backend)
             cmd = [sys.executable, "-m", "bench.precision_speed", "--worker", "--policy", policy,
+                   "--stack", PEER if backend == PEER else "keras",
                    "--batch-size", str(args.batch_size), "--length", str(args.length),
                    "--calls", str(args.calls),
                    *(["--train"] if args.train else []),
