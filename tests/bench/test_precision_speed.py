@@ -23,3 +23,22 @@ def test_table_adds_training_steps_when_they_were_timed():
     assert rows[3] == ""
     assert rows[4].startswith("| backend, training step |")
     assert rows[6] == "| jax | 0.080 | 0.050 | 0.62x |"
+
+
+def test_table_divides_each_stack_by_the_peer_under_the_same_policy():
+    lines = [{"backend": "peer", "policy": "float32", "train_step_seconds": 0.04,
+              "forward_seconds": 0.01},
+             {"backend": "peer", "policy": "mixed_bfloat16", "train_step_seconds": 0.02,
+              "forward_seconds": 0.004},
+             {"backend": "jax", "policy": "float32", "train_step_seconds": 0.02,
+              "forward_seconds": 0.08},
+             {"backend": "torch", "policy": "mixed_bfloat16", "train_step_seconds": 0.05,
+              "forward_seconds": 0.03}]
+    rows = table(lines).splitlines()
+    assert rows[0].endswith("| float32 / peer | bfloat16 / peer |")
+    assert rows[2] == "| peer | 0.010 | 0.004 | 0.40x | 1.00x | 1.00x |"
+    assert rows[3] == "| jax | 0.080 | - | - | 8.00x | - |"
+    assert rows[4] == "| torch | - | 0.030 | - | - | 7.50x |"
+    assert rows[8] == "| peer | 0.040 | 0.020 | 0.50x | 1.00x | 1.00x |"
+    assert rows[9] == "| jax | 0.020 | - | - | 0.50x | - |"
+    assert rows[10] == "| torch | - | 0.050 | - | - | 2.50x |"
