@@ -285,7 +285,9 @@ def table(lines):
 def main():
     p = argparse.ArgumentParser(prog="python -m bench tool precision-speed",
                                 description=__doc__.splitlines()[0])
-    p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument("--backends", default=",".join(BACKENDS),
+                   help=f"comma-separated, from {', '.join(BACKENDS + (PEER,))} "
+                        "(peer: sentence-transformers on PyTorch)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--length", type=int, default=64)
     p.add_argument("--calls", type=int, default=3)
