@@ -33,7 +33,10 @@ class TorchFusedAdamW(AdamW):
     `learning_rate / (1 - beta_1^t) * m / (sqrt(v / (1 - beta_2^t)) + epsilon)`.
     The optimizer state is Keras' own, so a saved model compiled with it loads
     on JAX or TensorFlow with `keras_cosent.optimizers.AdamW` in its place
-    (`from_config`).
+    (`from_config`). In a step that `torch.compile` traces
+    (`model.compile(..., jit_compile=True)` on PyTorch) the kernel cannot run,
+    and the update is `keras_cosent.optimizers.AdamW`'s, which the compiler
+    fuses: the same rule.
 
     Example (the first Adam step moves each weight by the learning rate against
     its gradient's sign, here on whichever backend runs it):
@@ -78,11 +81,17 @@ class TorchFusedAdamW(AdamW):
 
     def _apply_weight_decay(self, variables):
         # Done inside the fused kernel, in `_backend_update_step`.
-        return
+        if _compiling():
+            super()._apply_weight_decay(variables)
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
         import torch
 
+        if _compiling():
+            # Inside `torch.compile` (`compile(jit_compile=True)` on PyTorch), the fused
+            # kernel's in-place update of the parameters cannot be traced (PyTorch stops
+            # with an internal assertion); the compiler fuses AdamW's own update instead.
+            return super()._backend_update_step(grads, trainable_variables, learning_rate)
         step = int(self.iterations.value) + 1
         lr = float(learning_rate)
         weight_decay = float(self.weight_decay or 0.0)
@@ -116,6 +125,13 @@ class TorchFusedAdamW(AdamW):
                     amsgrad=False,
                     maximize=False,
                 )
+
+
+def _compiling():
+    """Whether PyTorch is tracing the call for `torch.compile`."""
+    import torch
+
+    return torch.compiler.is_compiling()
 
 
 # Runs saved before the optimizer moved into the library name it `keras_cosent_recipes>`.

@@ -164,6 +164,38 @@ def test_fit_trains_the_same_weights_as_adamw():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@torch_only
+def test_a_torch_compiled_step_trains_as_the_eager_one(monkeypatch):
+    # `compile(jit_compile=True)` runs the step under `torch.compile`, where the fused
+    # kernel's in-place update stopped PyTorch's functionalization with an internal
+    # assertion. aot_eager runs that same functionalization without generating code.
+    import functools
+
+    import torch
+
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(16, 4)).astype("float32")
+    y = rng.normal(size=(16, 1)).astype("float32")
+
+    def trained(jit_compile):
+        keras.utils.set_random_seed(5)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3),
+                                  keras.layers.Dense(1)])
+        model.compile(optimizer=adamw(0.05, 0.1, ["^bias$"]), loss="mse",
+                      jit_compile=jit_compile)
+        initial = model.get_weights()
+        losses = [model.train_on_batch(x, y) for _ in range(3)]
+        return initial, model.get_weights(), losses
+
+    initial, compiled, compiled_losses = trained(True)
+    _, eager, eager_losses = trained(False)
+    np.testing.assert_allclose(compiled_losses, eager_losses, rtol=1e-5)
+    for got, want in zip(compiled, eager):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(compiled[0], initial[0], atol=1e-2)
+
+
 @pytest.mark.parametrize("epsilon", [0.0, -1e-8, "1e-8", True])
 def test_bad_epsilon_is_named(epsilon):
     with pytest.raises(ValueError, match="`epsilon`"):
