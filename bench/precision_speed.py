@@ -87,7 +87,7 @@ def _fastest(call, calls):
     return round(min(times), 4)
 
 
-def _train_step_seconds(keras, backbone, inputs, calls):
+def _train_step_seconds(keras, backbone, inputs, calls, jit_compile="auto"):
     import numpy as np
 
     from keras_cosent.losses import CoSENTLoss
@@ -96,7 +96,7 @@ def _train_step_seconds(keras, backbone, inputs, calls):
     from keras_cosent.optimizers import adamw
 
     model = SiameseEncoder(SentenceEncoder(backbone, pooling="mean"))
-    model.compile(optimizer=adamw(2e-5), loss=CoSENTLoss())
+    model.compile(optimizer=adamw(2e-5), loss=CoSENTLoss(), jit_compile=jit_compile)
     half = inputs["token_ids"].shape[0] // 2
     pairs = {k: v[: 2 * half].reshape(half, 2, -1) for k, v in inputs.items()}
     scores = np.random.default_rng(1).uniform(0, 5, size=half).astype("float32")
@@ -140,7 +140,8 @@ def worker(args):
             "cpu_bfloat16_flags": sorted((cpu_flags() or set()) & set(BFLOAT16_CPU_FLAGS))}
     if args.train:
         line["train_step_seconds"], line["train_pairs"] = _train_step_seconds(
-            keras, backbone, inputs, args.calls)
+            keras, backbone, inputs, args.calls, True if args.jit_compile else "auto")
+        line["jit_compile"] = bool(args.jit_compile)
     if keras.backend.backend() == "torch":
         import torch
 
@@ -293,6 +294,9 @@ def main():
     p.add_argument("--calls", type=int, default=3)
     p.add_argument("--train", action="store_true",
                    help="also time a training step (SiameseEncoder, CoSENT, AdamW)")
+    p.add_argument("--jit-compile", action="store_true",
+                   help="compile the keras training step with jit_compile=True "
+                        "(torch.compile on PyTorch; XLA on JAX and TensorFlow, as by default)")
     p.add_argument("--random-weights", action="store_true",
                    help="MiniLM's architecture with random weights instead of the checkpoint")
     p.add_argument("--out")
@@ -318,6 +322,7 @@ def main():
                    "--batch-size", str(args.batch_size), "--length", str(args.length),
                    "--calls", str(args.calls),
                    *(["--train"] if args.train else []),
+                   *(["--jit-compile"] if args.jit_compile else []),
                    *(["--random-weights"] if args.random_weights else [])]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if done.returncode != 0:
