@@ -42,6 +42,7 @@ Markdown table of float32 and bfloat16 seconds and their ratio.
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -174,18 +175,20 @@ def _peer_model(random_weights, device):
     from transformers import BertConfig
     from transformers import BertModel
 
-    folder = tempfile.mkdtemp(prefix="peer-minilm-")
     a = MINILM_ARCHITECTURE
-    BertModel(BertConfig(
-        vocab_size=a["vocabulary_size"], hidden_size=a["hidden_dim"],
-        num_hidden_layers=a["num_layers"], num_attention_heads=a["num_heads"],
-        intermediate_size=a["intermediate_dim"],
-        max_position_embeddings=a["max_sequence_length"])).save_pretrained(folder)
-    # The tokenizer is never called (the steps take token ids); Transformer loads one.
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(specials + [f"w{i}" for i in range(a["vocabulary_size"] - 5)]) + "\n")
-    transformer = models.Transformer(folder)
+    # Transformer reads a folder into memory; the folder (90 MB) goes once it has.
+    with tempfile.TemporaryDirectory(prefix="peer-minilm-") as folder:
+        BertModel(BertConfig(
+            vocab_size=a["vocabulary_size"], hidden_size=a["hidden_dim"],
+            num_hidden_layers=a["num_layers"], num_attention_heads=a["num_heads"],
+            intermediate_size=a["intermediate_dim"],
+            max_position_embeddings=a["max_sequence_length"])).save_pretrained(folder)
+        # The tokenizer is never called (the steps take token ids); Transformer loads one.
+        specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(specials + [f"w{i}" for i in range(a["vocabulary_size"] - 5)])
+                    + "\n")
+        transformer = models.Transformer(folder)
     pooling = models.Pooling(a["hidden_dim"], "mean")
     return SentenceTransformer(modules=[transformer, pooling], device=device)
 
@@ -202,8 +205,8 @@ def peer_worker(args):
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = _peer_model(args.random_weights, device)
-    autocast = (lambda: torch.autocast(device, dtype=torch.bfloat16)) \
-        if args.policy == "mixed_bfloat16" else (lambda: contextlib.nullcontext())
+    autocast = functools.partial(torch.autocast, device, dtype=torch.bfloat16) \
+        if args.policy == "mixed_bfloat16" else contextlib.nullcontext
     rng = np.random.default_rng(0)
     shape = (args.batch_size, args.length)
     ids = torch.from_numpy(rng.integers(1000, 20000, size=shape).astype("int64")).to(device)
