@@ -1,6 +1,28 @@
 """XLA by default on TensorFlow, where Keras' `jit_compile="auto"` leaves it off on CPU."""
 
+import warnings
+
 import keras
+
+# Below this share of Linux's memory-map limit left, new models compile without XLA.
+MAP_RESERVE = 0.1
+
+_warned = False
+
+
+def memory_maps():
+    """`(used, limit)`: this process's memory maps and Linux's `vm.max_map_count`.
+
+    None where either cannot be read (not Linux).
+    """
+    try:
+        with open("/proc/sys/vm/max_map_count", encoding="ascii") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            used = sum(1 for _ in f)
+    except (OSError, ValueError):
+        return None
+    return used, limit
 
 
 def resolve_jit_compile(model, jit_compile="auto", run_eagerly=False):
@@ -13,6 +35,16 @@ def resolve_jit_compile(model, jit_compile="auto", run_eagerly=False):
     TensorFlow when the caller left `"auto"`, unless the model runs eagerly or
     under a `tf.distribute` strategy (where Keras keeps XLA off); every other
     value, and every other backend, is passed through.
+
+    TensorFlow keeps every XLA-compiled program until the process ends
+    (tensorflow/tensorflow#64170): each model trained adds its programs, about
+    100 MB and 600 memory maps for a small one trained and evaluated. Once the
+    process holds Linux's `vm.max_map_count` maps (65,530 by default, about a
+    hundred trainings in one process), XLA's compiler fails and the process dies
+    with a segmentation fault. So `"auto"` turns XLA off, with one warning, once
+    fewer than `MAP_RESERVE` (10%) of the maps are left: a sweep that trains
+    many models in one process goes on, slower. `keras-cosent train` trains one
+    model per process and never comes near.
 
     Example:
 
@@ -30,5 +62,26 @@ def resolve_jit_compile(model, jit_compile="auto", run_eagerly=False):
         and not run_eagerly
         and getattr(model, "_distribute_strategy", None) is None
     ):
-        return True
+        return not _maps_running_out()
     return jit_compile
+
+
+def _maps_running_out():
+    global _warned
+    maps = memory_maps()
+    if maps is None:
+        return False
+    used, limit = maps
+    if limit - used >= MAP_RESERVE * limit:
+        return False
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"This process holds {used:,} of the {limit:,} memory maps that Linux allows "
+            "(vm.max_map_count). TensorFlow keeps every XLA-compiled program until the "
+            "process ends (tensorflow/tensorflow#64170), and XLA's compiler crashes the "
+            "process once the maps run out, so models compile without XLA from now on "
+            "(slower). Train each model in its own process to keep XLA.",
+            stacklevel=3,
+        )
+    return True
