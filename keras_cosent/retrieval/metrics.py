@@ -11,7 +11,8 @@ MeanAveragePrecision give the same values (tests/retrieval/test_keras_rs_agreeme
 
 Definitions (trec_eval): documents of a query are ranked by score descending,
 ties by document id descending (string order); a document is relevant when its
-qrel score is >= 1; with `R` the relevant documents of the query:
+qrel score is >= 1 (0 and negative grades, which some TREC sets give spam, count
+nothing, in nDCG's gains either); with `R` the relevant documents of the query:
 
 - `ndcg@k` (`ndcg_cut_k`): sum of `gain / log2(rank + 1)` over the top k, gain
   = qrel score, divided by the same sum over the ideal (qrels sorted) ranking;

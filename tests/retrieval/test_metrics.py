@@ -21,7 +21,9 @@ def random_run_and_qrels(seed, num_queries=40, num_docs=60):
         # Few distinct scores: many ties.
         run[qid] = {f"d{d}": float(rng.integers(0, 5)) / 4 for d in retrieved}
         judged = rng.choice(num_docs, size=rng.integers(1, 12), replace=False)
-        qrels[qid] = {f"d{d}": int(rng.integers(0, 4)) for d in judged}
+        # Grades -2..3: TREC sets give spam or judged-bad documents negative grades,
+        # which trec_eval treats as non-relevant with no gain.
+        qrels[qid] = {f"d{d}": int(rng.integers(-2, 4)) for d in judged}
         if q == 0:
             qrels[qid] = {f"d{d}": 0 for d in judged}  # no relevant document
     qrels["q_missing_from_run"] = {"d1": 2}
@@ -29,6 +31,10 @@ def random_run_and_qrels(seed, num_queries=40, num_docs=60):
 
 
 def reference(run, qrels):
+    # trec_eval counts a grade as relevant from 1 up and adds only positive gains
+    # (m_ndcg.c), so a negative grade is a 0; pytrec_eval-terrier 0.5.11 crashes on
+    # negative grades (it indexes a table by grade), so the reference gets 0 for them.
+    qrels = {q: {d: max(grade, 0) for d, grade in judged.items()} for q, judged in qrels.items()}
     cuts = ",".join(str(k) for k in K_VALUES)
     evaluator = pytrec_eval.RelevanceEvaluator(
         qrels, {f"ndcg_cut.{cuts}", f"P.{cuts}", f"recall.{cuts}", f"map_cut.{cuts}",
