@@ -158,8 +158,8 @@ def test_the_peers_joint_loss_is_keras_cosents_joint_objective(scores):
 
     if keras.backend.backend() != "torch":
         pytest.skip("the peer's loss is checked once, in the torch test process")
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("sentence_transformers")
+    import torch
+    import sentence_transformers  # noqa: F401
     from sentence_transformers.sentence_transformer import losses as st_losses
 
     from bench.peer_losses import joint_from_embeddings
@@ -230,8 +230,8 @@ def test_the_peers_margin_loss_is_keras_cosents_hinge_margin_ranking():
 
     if keras.backend.backend() != "torch":
         pytest.skip("the peer's loss is checked once, in the torch test process")
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("sentence_transformers")
+    import torch
+    import sentence_transformers  # noqa: F401
 
     from bench.peer_losses import make_loss
     from keras_cosent.losses import MarginRankingLoss

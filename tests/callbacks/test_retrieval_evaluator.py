@@ -4,12 +4,11 @@ import keras
 import keras_hub
 import numpy as np
 import pytest
+import pytrec_eval
 
 import keras_cosent
 from keras_cosent.callbacks import RetrievalEvaluator
 from keras_cosent.data import RetrievalDataset
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog", "ran",
          "a", "mat", "on", "red", "car"]
@@ -83,10 +82,15 @@ def test_logs_keys_each_epoch_and_early_stopping():
 
 def test_from_dataset_with_explicit_encoder_and_errors():
     queries, corpus, qrels = data(1)
+    encoder = tiny_encoder()
     evaluator = RetrievalEvaluator.from_dataset(
-        RetrievalDataset(corpus, queries, qrels), name="ir_test", encoder=tiny_encoder())
-    out = evaluator.evaluate()
-    assert 0.0 <= out["ndcg@10"] <= 1.0 and "map@100" in out
+        RetrievalDataset(corpus, queries, qrels), name="ir_test", encoder=encoder)
+    logs = {}
+    evaluator.on_epoch_end(0, logs)
+    ref = reference(encoder, queries, corpus, qrels)
+    assert all(key.startswith("ir_test_") for key in logs), sorted(logs)
+    for key, value in ref.items():
+        assert logs[f"ir_test_{key}"] == pytest.approx(value, abs=1e-5), key
     with pytest.raises(ValueError, match="no encoder"):
         RetrievalEvaluator(queries, corpus, qrels).evaluate()
     with pytest.raises(ValueError, match="has a relevant document"):
@@ -109,3 +113,25 @@ def test_ignore_identical_ids_leaves_each_query_s_own_document_out():
             assert values[key] == pytest.approx(value, abs=1e-5), (flag, key)
     # Each query ranks itself first, a document no qrel names: MRR@1 is 0 with it.
     assert with_self["mrr@1"] == 0.0 and without["ndcg@10"] > with_self["ndcg@10"]
+
+
+class AngleEncoder:
+    """Stand-in encoder: the text "a<degrees>" encodes as the unit vector at that angle."""
+
+    def encode(self, texts, batch_size=32):
+        angles = np.deg2rad([float(t[1:]) for t in texts])
+        return np.stack([np.cos(angles), np.sin(angles)], axis=1)
+
+
+def test_ignore_identical_ids_searches_one_deeper_than_the_deepest_cut():
+    # 101 documents: the query's own (angle 0, ranked first), 99 distractors, and the
+    # relevant one last (angle 180). Without its own document the query's ranking of
+    # 100 reaches the relevant one at rank 100: Recall@100 = 1 and MAP@100 = 1/100 only
+    # if the search went one deeper than the 100 the cut needs.
+    corpus = {"q0": "a0", **{f"d{i}": f"a{1 + i}" for i in range(99)}, "rel": "a180"}
+    qrels = {"q0": {"rel": 1}}
+    out = RetrievalEvaluator({"q0": "a0"}, corpus, qrels, encoder=AngleEncoder(),
+                             ignore_identical_ids=True, chunk_size=16).evaluate()
+    assert out["recall@100"] == 1.0 and out["map@100"] == pytest.approx(0.01)
+    out = RetrievalEvaluator({"q0": "a0"}, corpus, qrels, encoder=AngleEncoder()).evaluate()
+    assert out["recall@100"] == 0.0  # ranked with itself, the relevant one is 101st

@@ -12,10 +12,6 @@ from keras_cosent.data import read_beir
 from keras_cosent.data import read_retrieval_triplets
 from keras_cosent.data import write_retrieval_triplets
 
-SHARED = os.environ.get("KERAS_COSENT_SHARED_DATA", "/work/shared/data")
-STSB_DEV = os.path.join(SHARED, "retrieval", "stsb-en-dev")
-OCNLI_TRAIN = os.path.join(SHARED, "retrieval", "ocnli-zh-train")
-
 
 def make_folder(tmp_path, corpus=None, queries=None, qrels=None):
     corpus = corpus if corpus is not None else [
@@ -34,9 +30,8 @@ def make_folder(tmp_path, corpus=None, queries=None, qrels=None):
     return tmp_path
 
 
-@pytest.mark.skipif(not os.path.isdir(STSB_DEV), reason="shared retrieval data not present")
-def test_real_stsb_dev_counts_match_readme():
-    ds = read_beir(STSB_DEV, "dev")
+def test_real_stsb_dev_counts_match_readme(shared_data):
+    ds = read_beir(shared_data / "retrieval" / "stsb-en-dev", "dev")
     assert (len(ds.corpus), len(ds.queries)) == (1467, 262)
     assert sum(len(j) for j in ds.qrels.values()) == 263
     assert ds.skipped == []
@@ -167,9 +162,8 @@ def test_triplets_round_trip_and_errors(tmp_path):
         read_retrieval_triplets(path)
 
 
-@pytest.mark.skipif(not os.path.isdir(OCNLI_TRAIN), reason="shared retrieval data not present")
-def test_hold_out_queries_on_ocnli_train_keeps_dev_positives_out_of_training():
-    data = read_beir(OCNLI_TRAIN, "train")
+def test_hold_out_queries_on_ocnli_train_keeps_dev_positives_out_of_training(shared_data):
+    data = read_beir(shared_data / "retrieval" / "ocnli-zh-train", "train")
     train, dev = hold_out_queries(data, 300)
     assert len(dev.queries) == 300 and len(train.queries) == len(data.queries) - 300
     assert set(train.queries) | set(dev.queries) == set(data.queries)

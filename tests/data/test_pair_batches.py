@@ -103,6 +103,8 @@ def test_seed_none_follows_global_numpy_seed():
     first = epoch_rows(PairBatches(ds, tokenize, batch_size=4))
     np.random.seed(5)
     assert epoch_rows(PairBatches(ds, tokenize, batch_size=4)) == first
+    np.random.seed(6)
+    assert epoch_rows(PairBatches(ds, tokenize, batch_size=4)) != first
 
 
 @pytest.mark.parametrize("multiple,max_length", [(8, None), (1, None), (5, None), (8, 30)])

@@ -21,12 +21,11 @@ import sys
 
 import keras
 import pytest
+import pytrec_eval  # noqa: F401  (the worker's reference; a missing one fails)
+import scipy  # noqa: F401
 
 WORKER = os.path.join(os.path.dirname(__file__), "evaluation_worker.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-pytest.importorskip("pytrec_eval")
-pytest.importorskip("scipy")
 
 
 def run_worker(out, backend):

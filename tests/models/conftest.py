@@ -43,8 +43,8 @@ def tiny_encoder():
 
 def write_tiny_hf_checkpoint(path, hidden_act="gelu", weights="safetensors", seed=0):
     """A random 2-layer transformers BertModel saved as a Hugging Face folder."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    import torch
+    import transformers
     torch.manual_seed(seed)
     config = transformers.BertConfig(
         vocab_size=len(VOCAB),

@@ -364,7 +364,7 @@ def test_registered_for_serialization(tiny_encoder):
 
 @pytest.mark.parametrize("weights", ["safetensors", "bin"])
 def test_from_hugging_face_folder_matches_transformers(tmp_path, weights):
-    torch = pytest.importorskip("torch")
+    import torch
     model = write_tiny_hf_checkpoint(tmp_path / "ckpt", weights=weights)
     encoder = SentenceEncoder.from_checkpoint(tmp_path / "ckpt", max_length=16)
     assert encoder.exact_gelu and encoder.tokenizer.strip_accents

@@ -34,7 +34,7 @@ def _sentences():
 
 @pytest.fixture(scope="module")
 def peer(minilm_path):
-    st = pytest.importorskip("sentence_transformers")
+    import sentence_transformers as st
     model = st.SentenceTransformer(str(minilm_path), device="cpu")
     sentences = _sentences()
     lengths = [len(model.tokenizer(s)["input_ids"]) for s in sentences]
@@ -83,7 +83,7 @@ def test_folder_saved_by_sentence_transformers_reads_as_the_peer_reads_it(minilm
     # sentence-transformers 6 saves the tokenizer as tokenizer.json only (no vocab.txt,
     # which keras-hub reads) and the length limit on the tokenizer, not in
     # sentence_bert_config.json: a model fine-tuned with the peer is saved like this.
-    st = pytest.importorskip("sentence_transformers")
+    import sentence_transformers as st
     st.SentenceTransformer(str(minilm_path), device="cpu").save(str(tmp_path))
     assert not (tmp_path / "vocab.txt").exists()
     assert "max_seq_length" not in json.loads((tmp_path / "sentence_bert_config.json").read_text())

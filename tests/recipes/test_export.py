@@ -21,7 +21,7 @@ def test_check_serving_needs_a_version_directory(cli, tmp_path):
 
 
 def test_export_st_writes_a_folder_the_peer_embeds_as_the_run_does(cli, trained_run, tmp_path):
-    st = pytest.importorskip("sentence_transformers")
+    import sentence_transformers as st
     from keras_cosent.models import load_encoder
 
     target = tmp_path / "st"

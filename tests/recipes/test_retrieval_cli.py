@@ -137,7 +137,7 @@ def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_dat
 
 def count_faiss_searches(monkeypatch):
     """Makes faiss's exact index record each search's corpus size; returns the record."""
-    faiss = pytest.importorskip("faiss")  # in the test extras
+    import faiss  # in the test extras
     searches = []
 
     class CountingIndex(faiss.IndexFlatIP):
@@ -388,9 +388,13 @@ def test_mine_excludes_positives_and_keeps_window_and_margin(cli, minilm, mining
         assert len(row["negatives"]) == 3
         ranks = [[text for text, _ in others].index(n) for n in row["negatives"]]
         assert not set(row["negatives"]) & set(positives)
-        # Ranks among the non-positives, in [2, 8), in rank order (round-off may swap a
-        # near-tie across the window's edge, hence the one-rank slack).
-        assert all(1 <= r <= 8 for r in ranks) and ranks == sorted(ranks), ranks
+        # Ranks among the non-positives, in [2, 8), in rank order; a rank just outside
+        # only where float32 round-off can swap it with the one inside (a near-tie).
+        cos = [c for _, c in others]
+        near_tie = lambda a, b: abs(cos[a] - cos[b]) < 1e-5  # noqa: E731
+        assert all(2 <= r < 8 or (r == 1 and near_tie(1, 2)) or (r == 8 and near_tie(8, 7))
+                   for r in ranks), ranks
+        assert ranks == sorted(ranks), ranks
 
     margin = tmp_path / "margin.jsonl"
     result = mine_cli(cli, mining_folder, margin, "--margin", 0.1, "--num-negatives", 5)

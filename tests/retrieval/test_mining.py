@@ -131,6 +131,17 @@ def test_random_sampling_is_seeded_and_within_window(tmp_path):
     assert a == b
     window = {"text unlabelled_dup", "text n1", "text n2", "text n3", "text far"}
     assert all(set(r[2:]) <= window and len(r) == 4 for r in a)
+    # A window of the 4 best non-positives (dup, n1, n2, n3), 2 drawn: over seeds
+    # every one of the 6 pairs comes up, never "far" (outside the window), each pair
+    # in rank order.
+    rank = ["text unlabelled_dup", "text n1", "text n2", "text n3"]
+    drawn = set()
+    for seed in range(40):
+        rows, _ = mine(num_negatives=2, sampling="random", seed=seed, range_max=4)
+        for r in rows:
+            assert set(r[2:]) <= set(rank) and r[2:] == sorted(r[2:], key=rank.index), r
+            drawn.add(tuple(r[2:]))
+    assert len(drawn) == 6, drawn
     path = tmp_path / "t.jsonl"
     write_retrieval_triplets(a, path)
     ds = read_retrieval_triplets(path)
@@ -166,3 +177,16 @@ def test_ignore_identical_ids_never_takes_the_query_itself():
         query_embeddings=Q_EMB, corpus_embeddings=c_emb, num_negatives=len(corpus), range_max=2)
     assert sorted(rows[0][2:]) == sorted(t for d, t in corpus.items() if d not in ("q", "pos"))
     assert report["short_rows"] == 1 and report["filled_rows"] == 0
+
+
+def test_ignore_identical_ids_searches_one_deeper():
+    # The query's own document ranks first; left out, the window of 3 below the one
+    # positive still holds 3 candidates (dup, other_pos, n1): the search must reach
+    # rank 5 of the 8 documents (3 + the positive + the query itself).
+    corpus = {"q": "the query", **CORPUS}
+    rows, report = mine_hard_negatives(
+        {"q": "the query"}, corpus, {"q": {"pos": 1}}, ignore_identical_ids=True,
+        query_embeddings=Q_EMB, corpus_embeddings=np.concatenate([Q_EMB, C_EMB]),
+        num_negatives=3, range_max=3)
+    assert rows[0][2:] == ["text unlabelled_dup", "text other_pos", "text n1"]
+    assert report["short_rows"] == 0
