@@ -87,9 +87,15 @@ def read_retrieval_folder(folder, split=None, option="FOLDER", split_option="--s
     split = retrieval_split(folder, split, option, split_option)
     with unknown_ids_hint(), reader_notes(env):
         try:
-            return read_beir(folder, split, unknown_ids=unknown_ids)
+            dataset = read_beir(folder, split, unknown_ids=unknown_ids)
         except FileNotFoundError as error:
             raise CliError(f"{option} {folder}: {error}") from None
+    if not dataset.qrels:
+        raise CliError(
+            f"{option} {folder}: qrels/{split}.tsv judges no query of queries.jsonl "
+            "relevant to a document (score >= 1): nothing to score or train on"
+        )
+    return dataset
 
 
 @contextlib.contextmanager
@@ -114,6 +120,9 @@ def training_judgements(data, env, option):
     trainable = data.judged_in_corpus()
     dropped = (sum(len(j) for j in data.qrels.values())
                - sum(len(j) for j in trainable.qrels.values()))
+    if not trainable.qrels:
+        raise CliError(f"{option} {data.source}: every relevant document its qrels name is "
+                       "missing from corpus.jsonl: no training row")
     if dropped:
         env.note(f"{option}: {dropped} judgement(s) name documents missing from the corpus "
                  "and make no training row")

@@ -35,18 +35,31 @@ RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)
 
 
 def note_identical_ids(env, dataset, option, ignored):
-    """Notes a split whose queries share ids with its documents, unless `ignored`.
+    """Notes a split whose queries share ids with its documents.
 
     BEIR's evaluation leaves a query's own document out of its ranking
     (`ignore_identical_ids`); without `--ignore-identical-ids` it is ranked, as
-    sentence-transformers' evaluator and trec_eval on the plain run do.
+    sentence-transformers' evaluator and trec_eval on the plain run do. The note
+    says how many of those documents hold the query's own text (ArguAna's and
+    Quora's all do), since ids shared by chance (numbered ids) are no reason to
+    leave a document out; with the option on, it says how many of the documents
+    left out are judged relevant to their query.
     """
-    shared = len(dataset.shared_ids)
-    if shared and not ignored:
-        env.note(f"{shared} of {len(dataset.queries)} queries of {option} share their id with a "
-                 "document (in BEIR's ArguAna and Quora that document is the query itself); "
-                 "BEIR leaves such documents out of the ranking: --ignore-identical-ids does "
-                 "the same")
+    shared = dataset.shared_ids
+    if not shared:
+        return
+    same_text = sum(dataset.queries[q] == dataset.corpus[q] for q in shared)
+    if not ignored:
+        env.note(f"{len(shared)} of {len(dataset.queries)} queries of {option} share their id "
+                 f"with a document, {same_text} of those documents with the query's text too "
+                 "(in BEIR's ArguAna and Quora that document is the query itself); BEIR "
+                 "leaves such documents out of the ranking: --ignore-identical-ids does the same")
+        return
+    relevant = sum(dataset.qrels.get(q, {}).get(q, 0) >= 1 for q in shared)
+    if relevant:
+        env.note(f"--ignore-identical-ids: for {relevant} queries of {option} the document left "
+                 "out of the ranking (the one with the query's id) is judged relevant to it, "
+                 "so it counts as never retrieved")
 
 
 def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=False,

@@ -7,6 +7,8 @@ objective names come from the library's one table, `OBJECTIVE`, read only when
 a value is checked or help is shown, after the backend is applied.
 """
 
+import math
+
 import click
 
 from recipes.context import BACKENDS
@@ -84,7 +86,18 @@ class ObjectiveChoice(click.Choice):
 OBJECTIVE = ObjectiveChoice()
 
 
-class FractionOrOff(click.FloatRange):
+class FiniteFloatRange(click.FloatRange):
+    """`click.FloatRange` that also refuses `nan` and `inf`, which pass its bounds
+    (every comparison with nan is false) and would fail deep inside training."""
+
+    def convert(self, value, param, ctx):
+        value = super().convert(value, param, ctx)
+        if not math.isfinite(value):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return value
+
+
+class FractionOrOff(FiniteFloatRange):
     """A fraction in [0, 1), or `off`: the option turned off even where a recipe sets it.
 
     `off` stays the string "off" (not None) in the run's config, so that the
@@ -107,7 +120,9 @@ def fraction_or_none(value):
     """The float of a `FractionOrOff` option's value; None for `off` or unset."""
     return None if value in (None, "off") else float(value)
 
-POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)
+POSITIVE_FLOAT = FiniteFloatRange(min=0, min_open=True)
+# NumPy's and Keras' seeders take unsigned 32-bit seeds.
+SEED = click.IntRange(min=0, max=2**32 - 1)
 
 
 def backend_option(function):

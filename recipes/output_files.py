@@ -15,6 +15,15 @@ def refuse_existing(path, overwrite, option="--output"):
         raise CliError(f"{option} {path} already exists; pass --overwrite to replace it")
 
 
+def refuse_input(path, option, *inputs):
+    """A `CliError` when the output `path` is one of the command's input files."""
+    if not os.path.exists(path):
+        return
+    for given in inputs:
+        if given not in (None, "-") and os.path.isfile(given) and os.path.samefile(path, given):
+            raise CliError(f"{option} {path} is the input file {given}; choose another name")
+
+
 def write_atomically(path, write):
     """Calls `write(temporary_path)` for a file beside `path`, then renames it to `path`.
 

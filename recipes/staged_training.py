@@ -52,6 +52,7 @@ def train_stages(config, directory, env, backup_dir):
     from recipes.training import read_datasets
     from recipes.training import run_policy
     from recipes.training import save_encoder
+    from recipes.training import non_finite_loss_error
     from recipes.training import zero_loss_warning
 
     tasks, _, dev, test = read_datasets(config)
@@ -81,6 +82,7 @@ def train_stages(config, directory, env, backup_dir):
                     dev, name=DEV_NAME, encoder=encoder, verbose=0))
             callbacks += [
                 zero_loss_warning(),
+                non_finite_loss_error(),
                 keras.callbacks.CSVLogger(str(log)),
                 # Serves each epoch's batches as a plain run does (from the seed and
                 # the epoch number); the backup is removed when the stage ends.

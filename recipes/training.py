@@ -13,6 +13,8 @@ Imported lazily by the `train` command, after the Keras backend is chosen.
 
 import contextlib
 import json
+import math
+import os
 import time
 import warnings
 
@@ -207,16 +209,23 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
                 use_faiss=config.get("use_faiss", False),
             )
             if report["filled_rows"]:
-                env.note(f"{report['filled_rows']} of {report['rows']} rows had fewer than "
-                         f"{count} negatives past the margin and were completed with random "
-                         "documents (--mine-fill random)")
+                env.note(f"{report['filled_rows']} of {report['rows']} rows had "
+                         f"{_fewer_negatives(count)} past the margin and were completed with "
+                         "random documents (--mine-fill random)")
         write_atomically(mined, lambda path: write_retrieval_triplets(rows, path))
     shutil.copyfile(mined, directory / MINED_FILE)
     train = read_retrieval_triplets(mined, num_negatives=count)
+    # Named where the run keeps it, not in the backup, which goes once the run is published.
+    if config.get("output"):
+        train.source = os.path.join(config["output"], MINED_FILE)
     if train.skipped:
-        env.note(f"{train.skipped} of {train.skipped + len(train)} mined rows got fewer than "
-                 f"{count} negatives and are left out (see {MINED_FILE})")
+        env.note(f"{train.skipped} of {train.skipped + len(train)} mined rows got "
+                 f"{_fewer_negatives(count)} and are left out (see {MINED_FILE})")
     return train
+
+
+def _fewer_negatives(count):
+    return "no negative" if count == 1 else f"fewer than {count} negatives"
 
 
 def best_so_far(epoch_log, metric):
@@ -264,6 +273,25 @@ def run_policy(config):
         yield
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+def non_finite_loss_error():
+    """A callback that stops the run after an epoch whose loss is nan or inf.
+
+    Nothing is saved: the weights are nan too, and an encoder of nan embeddings
+    would otherwise be published as a finished run.
+    """
+
+    def on_epoch_end(epoch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            print()  # ends the progress bar's line, which Keras leaves open
+            raise CliError(
+                f"epoch {epoch + 1}: the training loss is {float(loss)}, so the weights are "
+                "no longer numbers; nothing was saved. Lower --lr, or look for extreme "
+                "scores in the training data.")
+
+    return keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end)
 
 
 def zero_loss_warning():
@@ -437,6 +465,7 @@ def _train_encoder(config, directory, env, backup_dir):
         ))
     callbacks += [
         zero_loss_warning(),
+        non_finite_loss_error(),
         keras.callbacks.CSVLogger(str(backup_dir / EPOCH_LOG), append=True),
         # Last, so that the state is saved after the epoch's logs are written: a
         # run killed in between repeats the epoch, and its logged row is replaced.
@@ -469,14 +498,17 @@ def _train_encoder(config, directory, env, backup_dir):
         model.fit(batches, epochs=config["epochs"], callbacks=callbacks, verbose=1, shuffle=False)
     train_seconds = time.time() - start
     history = reporting.read_epoch_log(backup_dir / EPOCH_LOG)
+    # Correlations and retrieval metrics (keys ending in @k) x 100, as in the tables.
+    percent = ("_spearman", "_pearson") + tuple(f"@{k}" for k in IR_DEV_CUTOFFS + (100,))
     kept_epoch = None
     if keep_best is not None:
         values = history[keep_best]
         # The first epoch with the highest value: the checkpoint saves on a strict rise.
         kept_epoch = 1 + max(range(len(values)), key=lambda i: (values[i], -i))
         model.load_weights(backup_dir / BEST_WEIGHTS)
+        shown = values[kept_epoch - 1] * (100.0 if keep_best.endswith(percent) else 1.0)
         env.note(f"kept epoch {kept_epoch} of {len(values)}, the best by {keep_best} "
-                 f"({values[kept_epoch - 1]:.6f})")
+                 f"({shown:.4f}, as in metrics.csv)")
 
     if dev is not None:
         results["dev"] = evaluate_sts(encoder, dev)
@@ -488,8 +520,6 @@ def _train_encoder(config, directory, env, backup_dir):
         )
 
     save_encoder(encoder, directory, config)
-    # Correlations and retrieval metrics (keys ending in @k) x 100, as in the tables.
-    percent = ("_spearman", "_pearson") + tuple(f"@{k}" for k in IR_DEV_CUTOFFS + (100,))
     rows = reporting.history_rows(history, percent_suffixes=percent)
     if kept_epoch is not None:
         for row in rows:

@@ -109,6 +109,10 @@ def _read_jsonl(path, fields):
         doc_id = str(row["_id"])
         if doc_id in rows:
             raise DataFormatError(path, line_number, f"duplicate `_id` {doc_id!r}")
+        if "text" not in row:
+            # BEIR requires it; a row without it is another layout (Pyserini's
+            # `contents`), not an empty document.
+            raise DataFormatError(path, line_number, f"missing `text` (keys: {sorted(row)})")
         values = []
         for field in fields:
             value = row.get(field, "")
@@ -200,12 +204,17 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
             raise DataFormatError(
                 qrels_path, line_number, f"expected 3 tab-separated fields, got {len(fields)}"
             )
-        qid, did, score = (x.strip() for x in fields)
+        # Ids are compared exactly, as BEIR's loader does: `_id`s are not stripped either.
+        qid, did, score = fields[0], fields[1], fields[2].strip()
         for kind, key, known in (("query", qid, all_queries), ("document", did, corpus)):
             if key not in known:
                 if unknown_ids == "error":
                     name = "query id" if kind == "query" else "corpus id"
-                    raise DataFormatError(qrels_path, line_number, f"unknown {name} {key!r}")
+                    hint = (f" ({'queries' if kind == 'query' else 'corpus'}.jsonl has "
+                            f"{key.strip()!r}: ids are compared exactly)"
+                            if key.strip() != key and key.strip() in known else "")
+                    raise DataFormatError(qrels_path, line_number,
+                                          f"unknown {name} {key!r}{hint}")
                 unknown[kind].append((line_number, key))
                 break  # a row of an unknown query is left out whatever its document
         try:

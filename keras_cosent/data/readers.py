@@ -360,9 +360,15 @@ def _table_records(path, bad, wanted, delimiter):
             for column in wanted:
                 if column not in header:
                     raise _missing_column_error(path, column, header)
+                if header.count(column) > 1:
+                    raise DataFormatError(
+                        path, number, f"column {column!r} appears {header.count(column)} "
+                        f"times in the header {header}"
+                    )
             positions = [header.index(column) for column in wanted]
             continue
-        if len(fields) < len(header):
+        # Empty fields past the header's (a trailing delimiter) hold nothing.
+        if len(fields) < len(header) or any(f.strip() for f in fields[len(header):]):
             bad.report(
                 number, f"expected {len(header)} fields as in the header, found {len(fields)}"
             )
@@ -460,7 +466,11 @@ def read_nli_jsonl(path, mode="ordinal", on_bad_rows="raise"):
                 f"{list(NLI_ORDINAL_LABELS)} or '-'"
             )
             continue
-        texts = [record.get("sentence1"), record.get("sentence2")]
+        missing = [key for key in ("sentence1", "sentence2") if key not in record]
+        if missing:
+            bad.report(number, f"missing key(s) {missing}")
+            continue
+        texts = [record["sentence1"], record["sentence2"]]
         reason = _check_texts(texts, ("sentence1", "sentence2"))
         if reason:
             bad.report(number, reason)

@@ -190,7 +190,19 @@ def export_saved_model(
     base_dir = os.path.abspath(os.fspath(base_dir))
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise NotADirectoryError(f"`base_dir` {base_dir} exists and is not a directory")
+    created_base = not os.path.exists(base_dir)
     os.makedirs(base_dir, exist_ok=True)
+    try:
+        return _export_version(encoder_or_path, base_dir, version, max_length, overwrite,
+                               string_signatures, truncate_dim)
+    except BaseException:
+        if created_base and not os.listdir(base_dir):
+            os.rmdir(base_dir)  # a failed export leaves no empty folder behind
+        raise
+
+
+def _export_version(encoder_or_path, base_dir, version, max_length, overwrite,
+                    string_signatures, truncate_dim):
     version = _next_version(base_dir) if version is None else _check_version(version)
     final_dir = os.path.join(base_dir, str(version))
     if os.path.exists(final_dir) and not overwrite:

@@ -72,13 +72,14 @@ def check_pair_embeddings(y_pred, loss_name):
         )
 
 
-def flat_labels(y_true, batch_values, loss_name):
+def flat_labels(y_true, batch_values, loss_name, rows="pairs"):
     """Flattens `(batch,)` or `(batch, 1)` labels, checking the batch size."""
+    y_true = ops.convert_to_tensor(y_true)
     labels = ops.reshape(y_true, (-1,))
     n_labels, n_values = labels.shape[0], batch_values.shape[0]
     if n_labels is not None and n_values is not None and n_labels != n_values:
         raise ValueError(
-            f"`{loss_name}` expects one label per pair: `y_true` of shape "
-            f"{tuple(y_true.shape)} does not match {n_values} pairs in `y_pred`."
+            f"`{loss_name}` expects one label per {rows[:-1]}: `y_true` of shape "
+            f"{tuple(y_true.shape)} does not match {n_values} {rows} in `y_pred`."
         )
     return labels

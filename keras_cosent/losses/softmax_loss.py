@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import flat_labels
 
 
 def _check_num_labels(num_labels):
@@ -43,7 +44,7 @@ def softmax_loss(y_true, y_pred, num_labels=None):
             "agree on `num_labels`."
         )
     n = shape[-1]
-    labels = ops.reshape(ops.cast(ops.convert_to_tensor(y_true), "float32"), (-1,))
+    labels = ops.cast(flat_labels(y_true, logits, "SoftmaxLoss"), "float32")
     valid = ops.logical_and(
         ops.logical_and(labels >= 0, labels < n), ops.equal(labels, ops.floor(labels))
     )

@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_positive_float
+from keras_cosent.losses._validation import flat_labels
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -24,7 +25,7 @@ def supcon_loss(y_true, y_pred, temperature=0.1):
             "`SupConLoss` expects `y_pred` of shape (batch, dim) or "
             f"(batch, views, dim). Received shape {shape}."
         )
-    labels = ops.reshape(y_true, (-1,))
+    labels = flat_labels(y_true, y_pred, "SupConLoss", rows="rows")
     if len(shape) == 3:
         views = ops.shape(y_pred)[1]
         labels = ops.repeat(labels, views)

@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_non_negative_float
+from keras_cosent.losses._validation import flat_labels
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -58,7 +59,7 @@ def triplet_loss(y_true, y_pred, margin=0.5, distance="cosine", mining=None):
             "(batch, dim) or (batch, views, dim) with class labels in `y_true`. "
             f"Received shape {shape}."
         )
-    labels = ops.reshape(y_true, (-1,))
+    labels = flat_labels(y_true, y_pred, "TripletLoss(mining='batch_hard')", rows="rows")
     if len(shape) == 3:
         # Views flattened, each with its row's label, as SupCon takes them.
         labels = ops.repeat(labels, ops.shape(y_pred)[1])

@@ -14,7 +14,9 @@ MODEL may be, in the order tried:
    which keras-hub may download.
 """
 
+import json
 import os
+import zipfile
 
 ENCODER_FILENAME = "encoder.keras"
 PACKAGED_MINILM = "all-MiniLM-L6-v2"
@@ -34,8 +36,9 @@ def saved_encoder_file(model):
 
     Raises:
         ValueError: for a file that is not `.keras`-suffixed and not a
-            directory, or a directory holding several `.keras` files and no
-            `encoder.keras`.
+            directory, a `.keras` file that is not a zip archive, a directory
+            holding several `.keras` files and no `encoder.keras`, or a train
+            run directory that lost its `encoder.keras`.
     """
     path = os.fspath(model)
     if os.path.isfile(path):
@@ -45,20 +48,45 @@ def saved_encoder_file(model):
                 "`encoder.save(...)`; expected a `.keras` file, a directory holding "
                 "`encoder.keras`, a checkpoint directory or a keras-hub preset name"
             )
-        return os.path.abspath(path)
+        return _checked_zip(os.path.abspath(path))
     if os.path.isdir(path):
         preferred = os.path.join(path, ENCODER_FILENAME)
         if os.path.isfile(preferred):
-            return os.path.abspath(preferred)
+            return _checked_zip(os.path.abspath(preferred))
         found = sorted(f for f in os.listdir(path) if f.endswith(".keras"))
         if len(found) == 1:
-            return os.path.abspath(os.path.join(path, found[0]))
+            return _checked_zip(os.path.abspath(os.path.join(path, found[0])))
         if len(found) > 1:
             raise ValueError(
                 f"Cannot tell which encoder to read from the directory {path}: expected "
                 f"`{ENCODER_FILENAME}` or exactly one `.keras` file, found {found}."
             )
+        if _is_run_directory(path):
+            raise ValueError(
+                f"{path} is a `keras-cosent train` run directory without "
+                f"`{ENCODER_FILENAME}`: the run did not finish, or the file was removed."
+            )
     return None
+
+
+def _checked_zip(path):
+    # Keras reports a `.keras` file that is not a zip archive as "File not found".
+    if not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{path} is not a `.keras` file (a zip archive written by `encoder.save`)."
+        )
+    return path
+
+
+def _is_run_directory(path):
+    """Whether `path`'s config.json is a run's (`{"command": ..., "config": {...}}`),
+    not a checkpoint's (Hugging Face's has no `config`; keras-hub's has a `class_name`)."""
+    try:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "config" in config and "class_name" not in config
 
 
 def resolve_checkpoint(model):
@@ -99,6 +127,7 @@ def load_encoder(model, pooling=None, max_length=None):
     """
     import keras
 
+    from keras_cosent.models import sentence_preprocessing
     from keras_cosent.models.sentence_encoder import SentenceEncoder
 
     saved = saved_encoder_file(model)
@@ -109,7 +138,8 @@ def load_encoder(model, pooling=None, max_length=None):
                 f"{saved} holds a {type(encoder).__name__}, not a keras-cosent SentenceEncoder"
             )
         if max_length is not None:
-            encoder.max_length = int(max_length)
+            encoder.max_length = sentence_preprocessing.check_max_length(
+                max_length, encoder.backbone)
         return encoder
     return SentenceEncoder.from_checkpoint(
         resolve_checkpoint(model), pooling=pooling, max_length=max_length

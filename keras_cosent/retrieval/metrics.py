@@ -57,8 +57,19 @@ def run_from_top_k(query_ids, corpus_ids, scores, indices, ignore_identical_ids=
     """
     scores = np.asarray(scores)
     indices = np.asarray(indices)
+    query_ids, corpus_ids = list(query_ids), list(corpus_ids)
+    if scores.shape != indices.shape or indices.ndim != 2 or len(indices) != len(query_ids):
+        raise ValueError(
+            "`scores` and `indices` should both have shape (len(query_ids), k) = "
+            f"({len(query_ids)}, k). Received shapes {scores.shape} and {indices.shape}."
+        )
+    if indices.size and (indices.min() < 0 or indices.max() >= len(corpus_ids)):
+        raise ValueError(
+            f"`indices` should index `corpus_ids` (0 to {len(corpus_ids) - 1}). "
+            f"Received values from {indices.min()} to {indices.max()}."
+        )
     if depth is None:
-        columns = indices.shape[1] if indices.ndim == 2 else 0
+        columns = indices.shape[1]
         depth = max(columns - int(bool(ignore_identical_ids)), 0)
     run = {}
     for qid, row_s, row_i in zip(query_ids, scores, indices):
@@ -168,6 +179,8 @@ def v_measure(embeddings, labels, num_clusters=None, seed=0, batch_size=None):
             "`embeddings` should be (n, dim) with one label each. Received shapes "
             f"{embeddings.shape} and {labels.shape}."
         )
+    if len(labels) < 2:
+        raise ValueError(f"`v_measure` needs at least 2 labelled texts. Received {len(labels)}.")
     if num_clusters is None:
         num_clusters = len(np.unique(labels))
     clusters = KMeans(n_clusters=num_clusters, n_init=10, random_state=seed).fit_predict(embeddings)

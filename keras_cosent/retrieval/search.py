@@ -143,8 +143,8 @@ def top_k(
             "`query_embeddings` and `corpus_embeddings` should be 2-D with the same "
             f"dimension. Received shapes {queries.shape} and {corpus.shape}."
         )
-    if int(k) < 1:
-        raise ValueError(f"`k` should be a positive integer. Received: k={k}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"`k` should be a positive integer. Received: k={k!r}")
     if int(chunk_size) < 1 or int(query_chunk_size) < 1:
         raise ValueError(
             "`chunk_size` and `query_chunk_size` should be positive. Received: "

@@ -329,6 +329,16 @@ def score_range(dataset, data_format):
     labels = np.asarray(dataset.labels, dtype="float32")
     if labels.min() >= 0 and labels.max() <= 1:
         return 0.0, 1.0
+    outside = np.flatnonzero((labels < 0) | (labels > 5))
+    if outside.size:
+        # A target cosine above 1 or below 0 (or -1) cannot be met: the loss
+        # would pull every such pair to the end of the range, silently.
+        raise DataFormatError(
+            dataset.source, None,
+            f"cosine-mse maps scores 0-5 (or 0-1) onto cosines 0-1, but {outside.size} "
+            f"row(s) score outside 0-5 (row {outside[0] + 1}: {labels[outside[0]]:g}); "
+            "rescale the scores or use cosent, which needs only their order",
+        )
     return 0.0, 5.0
 
 

@@ -9,15 +9,19 @@ from recipes.options import batch_size_option
 from recipes.options import check_truncate_dim_option
 from recipes.options import max_length_option
 from recipes.options import truncate_dim_option
+from recipes.output_files import refuse_input
 from recipes.output_files import write_atomically
 
 
 def read_sentences(stream, name):
-    """The lines of a UTF-8 text stream; an empty line is an error (rows follow lines)."""
+    """The lines of a UTF-8 byte stream; an empty line is an error (rows follow lines)."""
+    raw = stream.read()
     try:
-        text = stream.read()
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise CliError(f"{name}: not UTF-8 text ({error.reason})") from None
+        line = raw[: error.start].count(b"\n") + 1
+        raise CliError(f"{name}:{line}: invalid UTF-8 byte {raw[error.start:error.start + 1]!r} "
+                       "(is the file in another encoding? re-encode it to UTF-8)") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -47,7 +51,8 @@ def read_sentences(stream, name):
 @pass_environment
 def encode(env, model, input, output, batch_size, max_length, truncate_dim):
     """Embed the sentences of INPUT (one per line; - reads stdin) with MODEL."""
-    with click.open_file(input, "r", encoding="utf-8", errors="strict") as stream:
+    refuse_input(output, "--output", input, model)
+    with click.open_file(input, "rb") as stream:
         sentences = read_sentences(stream, "stdin" if input == "-" else input)
     env.activate_backend()
     import numpy as np

@@ -23,6 +23,7 @@ from recipes.options import max_length_option
 from recipes.options import parse_text_columns
 from recipes.options import text_column_options
 from recipes.options import unknown_ids_option
+from recipes.output_files import refuse_input
 from recipes.output_files import write_json
 
 TASKS = ("sts", "retrieval", "clustering")
@@ -88,6 +89,8 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
       seeded) on the embeddings of labelled texts, as MTEB's clustering tasks.
     """
     _check_task_options(ctx, task)
+    if json_path is not None:
+        refuse_input(json_path, "--json", data, model)
     if per_query and json_path is None:
         raise click.BadParameter(
             "writes each query's figures into the --json file; add --json FILE",

@@ -47,16 +47,22 @@ def export(env, model, base_dir, version, max_length, string_signatures, truncat
     from recipes.model_loading import load_encoder
     from recipes.options import check_truncate_dim_option
 
-    if truncate_dim is None:
+    if truncate_dim is None and max_length is None:
         encoder = encoder_or_saved_path(model)
     else:
-        # Loaded here even when saved, so that a too large --truncate-dim is
-        # refused with the model's dimension before the export starts.
-        encoder = load_encoder(model)
-        check_truncate_dim_option(truncate_dim, encoder, model)
-    path = export_saved_model(
-        encoder, base_dir, version=version, max_length=max_length,
-        overwrite=overwrite, string_signatures=string_signatures, truncate_dim=truncate_dim,
-    )
+        # Loaded here even when saved, so that a --max-length beyond the model's
+        # positions or a too large --truncate-dim is refused before the export starts.
+        encoder = load_encoder(model, max_length=max_length)
+        if truncate_dim is not None:
+            check_truncate_dim_option(truncate_dim, encoder, model)
+    try:
+        path = export_saved_model(
+            encoder, base_dir, version=version, max_length=max_length,
+            overwrite=overwrite, string_signatures=string_signatures, truncate_dim=truncate_dim,
+        )
+    except RuntimeError as error:
+        # The TensorFlow worker's failure: its last line says why.
+        lines = [line for line in str(error).splitlines() if line.strip()]
+        raise CliError(f"exporting {model} failed: {lines[-1].strip()}") from error
     env.log(path)
     env.note(f"exported; check what TF Serving needs with: keras-cosent check-serving {path}")

@@ -26,6 +26,11 @@ def export_st(env, model, directory, overwrite, truncate_dim):
     SentenceTransformer(DIRECTORY) then embeds as MODEL does; transformers reads
     its BertModel, and every keras-cosent command reads it back as MODEL.
     """
+    if os.path.exists(model):
+        source, target = os.path.realpath(model), os.path.realpath(directory)
+        if source == target or source.startswith(target + os.sep):
+            raise CliError(f"DIRECTORY {directory} holds MODEL {model}, which writing the "
+                           "folder would replace; choose another DIRECTORY")
     if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
         raise CliError(f"{directory} already exists and is not empty; pass --overwrite "
                        "to replace it")

@@ -14,6 +14,8 @@ import click
 from recipes.context import pass_environment
 from recipes.errors import CliError
 from recipes.options import INPUT_FILE
+from recipes.options import FiniteFloatRange
+from recipes.options import SEED
 from recipes.options import backend_option
 from recipes.options import batch_size_option
 from recipes.options import faiss_option
@@ -43,9 +45,9 @@ from recipes.output_files import write_atomically
               help="Skip this many best candidates (ranks counted with the positives removed).")
 @click.option("--range-max", type=click.IntRange(min=1), default=50, show_default=True,
               help="Candidates come from ranks below this one.")
-@click.option("--margin", type=click.FloatRange(min=0), default=None, show_default="none",
+@click.option("--margin", type=FiniteFloatRange(min=0), default=None, show_default="none",
               help="Drop candidates whose cosine exceeds the positive's minus this margin.")
-@click.option("--relative-margin", type=click.FloatRange(min=0, max=1, max_open=True),
+@click.option("--relative-margin", type=FiniteFloatRange(min=0, max=1, max_open=True),
               default=None, show_default="none",
               help="Drop candidates whose cosine exceeds the positive's times (1 - this).")
 @click.option("--sampling", type=click.Choice(("top", "random")), default="top",
@@ -55,7 +57,7 @@ from recipes.output_files import write_atomically
               help="Rows left short of --num-negatives by the window and margins: 'none' "
               "writes them short; 'random' completes them with random corpus documents "
               "that are not positives and that the margins accept.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of --sampling random and --fill random.")
 @batch_size_option(default=64)
 @max_length_option

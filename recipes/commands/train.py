@@ -14,7 +14,10 @@ import shlex
 import click
 
 from recipes.context import pass_environment
+from recipes.errors import CliError
+from recipes.errors import one_line
 from recipes.options import FORMATS
+from recipes.options import FiniteFloatRange
 from recipes.options import FractionOrOff
 from recipes.options import KEEP_BEST_METRICS
 from recipes.options import MIXED_PRECISION_POLICIES
@@ -23,6 +26,7 @@ from recipes.options import MARGIN_FORMS
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
 from recipes.options import POSITIVE_FLOAT
+from recipes.options import SEED
 from recipes.options import TRIPLET_DISTANCES
 from recipes.options import _check_text_columns
 from recipes.options import backend_option
@@ -213,11 +217,11 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "the negatives).")
 @click.option("--lr", type=POSITIVE_FLOAT, default=2e-5, show_default=True,
               help="Peak learning rate of AdamW.")
-@click.option("--warmup", type=click.FloatRange(min=0, max=1, max_open=True), default=0.1,
+@click.option("--warmup", type=FiniteFloatRange(min=0, max=1, max_open=True), default=0.1,
               show_default=True,
               help="Fraction of the training steps with linear warm-up; the rate then "
               "decays linearly to 0.")
-@click.option("--weight-decay", type=click.FloatRange(min=0), default=0.01, show_default=True,
+@click.option("--weight-decay", type=FiniteFloatRange(min=0), default=0.01, show_default=True,
               help="AdamW weight decay (not applied to biases and LayerNorm).")
 @click.option("--max-length", type=click.IntRange(min=3), default=64, show_default=True,
               help="Tokens per sentence, [CLS] and [SEP] included; longer ones are cut.")
@@ -229,7 +233,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="InfoNCE and SimCSE: also make each positive pick its own anchor among "
               "the batch's anchors, and average the two directions (sentence-transformers' "
               "MultipleNegativesSymmetricRankingLoss).")
-@click.option("--margin", type=click.FloatRange(min=0), default=None,
+@click.option("--margin", type=FiniteFloatRange(min=0), default=None,
               show_default="the loss's: triplet and batch-hard-triplet 0.5, margin-ranking 0.2",
               help="Margin of the triplet, batch-hard-triplet and margin-ranking losses.")
 @click.option("--margin-form", type=click.Choice(MARGIN_FORMS), default=None,
@@ -262,11 +266,11 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "simcse) also contrasts each anchor with the last N positives, embedded by a "
               "momentum encoder (an EMA of the weights); ESimCSE uses 2.5 batches (160 at "
               "batch 64).")
-@click.option("--momentum", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
+@click.option("--momentum", type=FiniteFloatRange(min=0, max=1, max_open=True), default=None,
               show_default="0.995 (ESimCSE's) with --queue-size",
               help="EMA coefficient of the momentum encoder: theta_m <- momentum * theta_m + "
               "(1 - momentum) * theta every step (with --queue-size).")
-@click.option("--word-repetition", type=click.FloatRange(min=0, max=1), default=None,
+@click.option("--word-repetition", type=FiniteFloatRange(min=0, max=1), default=None,
               show_default="none",
               help="ESimCSE's word repetition: duplicate a random subset of the tokens of each "
               "positive (the second text column) in place, at most max(2, rate x length) "
@@ -278,17 +282,17 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "the learning rate by --guard-factor, at most --guard-patience times; the epochs "
               "it fires are 1 in metrics.csv's collapse_guard column and marked on "
               "training.png. Needs --dev.")
-@click.option("--guard-min-delta", type=click.FloatRange(min=0), default=None,
+@click.option("--guard-min-delta", type=FiniteFloatRange(min=0), default=None,
               show_default=str(GUARD_DEFAULTS["guard_min_delta"]),
               help="The drop of dev Spearman (-1..1 scale) that counts as a collapse "
               "(with --collapse-guard).")
-@click.option("--guard-factor", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+@click.option("--guard-factor", type=FiniteFloatRange(min=0, max=1, min_open=True, max_open=True),
               default=None, show_default=str(GUARD_DEFAULTS["guard_factor"]),
               help="Learning-rate multiplier each time the guard fires (with --collapse-guard).")
 @click.option("--guard-patience", type=click.IntRange(min=1), default=None,
               show_default=str(GUARD_DEFAULTS["guard_patience"]),
               help="How many times the guard may fire (with --collapse-guard).")
-@click.option("--seed", type=int, default=42, show_default=True,
+@click.option("--seed", type=SEED, default=42, show_default=True,
               help="Seed of weight initialisation, dropout and shuffling.")
 @click.option("--mixed-precision", type=click.Choice(MIXED_PRECISION_POLICIES),
               is_flag=False, flag_value="mixed_float16", default=None, show_default="off",
@@ -529,7 +533,11 @@ def _is_other_rank(config):
         return False
     from keras_cosent import distributed
 
-    with distributed.data_parallel(config["devices"]):  # checks torchrun's process count
+    try:
+        scope = distributed.data_parallel(config["devices"])  # checks the device count
+    except ValueError as error:
+        raise CliError(f"--devices {config['devices']}: {one_line(error)}") from error
+    with scope:
         return distributed.rank() != 0
 
 

@@ -59,6 +59,11 @@ def test_title_joined_and_unrelevant_query_skipped(tmp_path):
          "test.tsv", 3, "unknown query id 'q9'"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td7\t1"]},
          "test.tsv", 2, "unknown corpus id 'd7'"),
+        ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1 \t1"]},
+         "test.tsv", 2, r"unknown corpus id 'd1 ' \(corpus.jsonl has 'd1': ids are compared"),
+        ({"corpus": ['{"_id": "d1", "text": "a"}', '{"_id": "d2", "contents": "b"}']},
+         "corpus.jsonl", 2, r"missing `text` \(keys: \['_id', 'contents'\]\)"),
+        ({"queries": ['{"_id": "q1"}']}, "queries.jsonl", 1, "missing `text`"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1.5"]},
          "test.tsv", 2, "score '1.5' is not an integer"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1", "q2\td2\t1", "q1\td1\t2"]},
@@ -70,6 +75,17 @@ def test_errors_name_file_and_line(tmp_path, kwargs, file, line, match):
     with pytest.raises(DataFormatError, match=match) as info:
         read_beir(folder, "test")
     assert os.path.basename(info.value.path) == file and info.value.line == line
+
+
+def test_ids_are_compared_exactly_as_beir_does(tmp_path):
+    # BEIR's loader keeps `_id`s and qrels ids as written, spaces included.
+    folder = make_folder(
+        tmp_path, corpus=[json.dumps({"_id": "d 1 ", "text": "body"}),
+                          json.dumps({"_id": "d 1", "text": "other"})],
+        queries=[json.dumps({"_id": " q1", "text": "first"})],
+        qrels=["query-id\tcorpus-id\tscore", " q1\td 1 \t 1 "])
+    ds = read_beir(folder, "test")
+    assert ds.qrels == {" q1": {"d 1 ": 1}}
 
 
 def test_bom_and_crlf_read_as_plain_utf8_and_only_newline_ends_a_line(tmp_path):

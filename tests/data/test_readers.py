@@ -265,6 +265,7 @@ def test_bad_row_names_file_and_line(tmp_path, reader, bad_line, reason):
     ('{"sentence1": "a", "sentence2": "b", "label": "entail"}', "unknown NLI label 'entail'"),
     ('{"sentence1": "a", "sentence2": 3, "label": "neutral"}', "sentence2 should be a string"),
     ('{"sentence1": "", "sentence2": "b", "label": "neutral"}', "sentence1 is empty"),
+    ('{"sentence1": "a", "label": "neutral"}', r"missing key\(s\) \['sentence2'\]"),
 ])
 def test_nli_bad_rows(tmp_path, line, reason):
     good = '{"sentence1": "a", "sentence2": "b", "label": "neutral"}\n'
@@ -297,6 +298,20 @@ def test_read_columns_short_row_and_bad_label_skip(tmp_path):
     with pytest.warns(UserWarning, match="skipped 2"):
         ds = read_columns(path, ["a", "b"], label_column="l", on_bad_rows="skip")
     assert ds.pairs == [("x", "y")] and ds.skipped == 2
+
+
+def test_read_columns_extra_fields_and_repeated_header_columns(tmp_path):
+    # Empty fields past the header's (a trailing delimiter) are fine; text there is not.
+    path = _write(tmp_path, "x.csv", "a,b,l\nx,y,1,\nx,y,2,surplus\n")
+    with pytest.raises(DataFormatError, match=r"x\.csv:3: expected 3 fields as in the header, "
+                                              r"found 4"):
+        read_columns(path, ["a", "b"], label_column="l")
+    with pytest.warns(UserWarning, match="skipped 1"):
+        ds = read_columns(path, ["a", "b"], label_column="l", on_bad_rows="skip")
+    assert ds.pairs == [("x", "y")] and ds.labels.tolist() == [1.0]
+    path = _write(tmp_path, "y.csv", "a,a,l\nx,y,1\n")
+    with pytest.raises(DataFormatError, match=r"y\.csv:1: column 'a' appears 2 times"):
+        read_columns(path, ["a"], label_column="l")
 
 
 def test_jsonl_missing_key_later_row(tmp_path):

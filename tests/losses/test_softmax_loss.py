@@ -100,3 +100,10 @@ def test_kit():
     labels = rng.integers(0, 3, 12).astype("int32")
     expected = float(np.mean(reference_cross_entropy(labels, logits)))
     kit.run_loss_test(SoftmaxLoss(), labels, logits, expected)
+
+
+def test_a_label_count_other_than_the_batch_names_both():
+    logits = np.zeros((3, 3), "float32")
+    with pytest.raises(ValueError, match=r"`SoftmaxLoss` expects one label per pair: `y_true` "
+                                         r"of shape \(4,\) does not match 3 pairs"):
+        SoftmaxLoss(num_labels=3)(np.array([0, 1, 1, 2]), logits)

@@ -93,3 +93,10 @@ def test_kit():
     y_pred = np.random.default_rng(7).normal(size=(8, 16)).astype("float32")
     kit.run_loss_test(keras_cosent.losses.SupConLoss(), labels, y_pred,
                       reference(labels, y_pred, 0.1))
+
+
+def test_a_label_count_other_than_the_batch_names_both():
+    emb = np.random.default_rng(0).normal(size=(3, 2, 8)).astype("float32")
+    with pytest.raises(ValueError, match=r"`SupConLoss` expects one label per row: `y_true` of "
+                                         r"shape \(4,\) does not match 3 rows"):
+        keras_cosent.losses.SupConLoss()(np.arange(4), emb)

@@ -109,3 +109,10 @@ def test_kit():
     y_pred = np.random.default_rng(7).normal(size=(8, 3, 16)).astype("float32")
     kit.run_loss_test(keras_cosent.losses.TripletLoss(), np.zeros(8), y_pred,
                       reference(y_pred, 0.5, "cosine"))
+
+
+def test_batch_hard_label_count_other_than_the_batch_names_both():
+    emb = np.random.default_rng(0).normal(size=(3, 8)).astype("float32")
+    with pytest.raises(ValueError, match=r"expects one label per row: `y_true` of shape \(4,\) "
+                                         r"does not match 3 rows"):
+        keras_cosent.losses.TripletLoss(mining="batch_hard")(np.arange(4), emb)

@@ -27,6 +27,18 @@ def assert_one_line_error(result, *fragments):
     return lines[0]
 
 
+def assert_error_after_notes(result, *fragments):
+    """As `assert_one_line_error`, for a command that printed notes before it failed."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("Error: "), result.stderr
+    assert sum(line.startswith("Error: ") for line in lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[-1], lines[-1]
+    return lines[-1]
+
+
 def test_importing_the_cli_does_not_import_keras():
     code = (
         "import sys, recipes.cli; "
@@ -143,6 +155,16 @@ def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     assert_one_line_error(cli("train", "--warmup", "1.5", "--output", out), "--warmup")
     assert_one_line_error(cli("train", "--text-columns", "a,,b", "--output", out),
                           "--text-columns")
+    # nan and inf pass a plain range check (every comparison with nan is false).
+    for option, value in (("--lr", "nan"), ("--temperature", "nan"), ("--scale", "inf"),
+                          ("--warmup", "nan"), ("--margin", "nan")):
+        assert_one_line_error(cli("train", option, value, "--output", out), option,
+                              "not a finite number")
+    assert_one_line_error(cli("mine", "all-MiniLM-L6-v2", "--queries", __file__, "--corpus",
+                              __file__, "--margin", "nan", "-o", tmp_path / "m.jsonl"),
+                          "--margin", "not a finite number")
+    assert_one_line_error(cli("train", "--seed", "-1", "--output", out), "--seed",
+                          "0<=x<=4294967295")
     assert not out.exists()
 
 

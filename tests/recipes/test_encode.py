@@ -41,3 +41,15 @@ def test_empty_line_is_a_one_line_error(cli, trained_run, tmp_path):
                  input="first\n\nthird\n")
     assert_one_line_error(result, "stdin:2", "empty line")
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_output_is_never_the_input_and_bad_bytes_name_their_line(cli, trained_run, tmp_path):
+    source = tmp_path / "sentences.txt"
+    source.write_text("first\nsecond\n", encoding="utf-8")
+    result = cli("encode", trained_run["output"], source, "-o", source)
+    assert_one_line_error(result, "--output", "is the input file")
+    assert source.read_text(encoding="utf-8") == "first\nsecond\n"
+    source.write_bytes("first\nsecond\n".encode() + b"caf\xe9\n")
+    result = cli("encode", trained_run["output"], source, "-o", tmp_path / "out.npy")
+    assert_one_line_error(result, f"{source}:3: invalid UTF-8 byte b'\\xe9'")
+    assert not (tmp_path / "out.npy").exists()

@@ -98,3 +98,26 @@ def test_evaluate_on_sts_benchmark_dev_equals_scipy(cli, shared_data, tmp_path):
     assert_equals_scipy(record, encoder, first, second, scores)
     # A real model, so the value means something: MiniLM reaches the 80s on STS-B.
     assert record["spearman"] > 75
+
+
+def test_models_that_cannot_be_read_say_why(cli, trained_run, small_dev, tmp_path):
+    not_zip = tmp_path / "encoder.keras"
+    not_zip.write_text("not a zip archive")
+    assert_one_line_error(cli("evaluate", not_zip, small_dev), str(not_zip),
+                          "is not a `.keras` file (a zip archive")
+    # A run directory that lost its encoder is not taken for a checkpoint folder.
+    broken = tmp_path / "broken-run"
+    broken.mkdir()
+    (broken / "config.json").write_text((trained_run["output"] / "config.json").read_text())
+    assert_one_line_error(cli("evaluate", broken, small_dev), "run directory without "
+                          "`encoder.keras`")
+    # The saved encoder's position table bounds --max-length (64 in the tiny model).
+    assert_one_line_error(cli("evaluate", trained_run["output"], small_dev, "--max-length",
+                              1000), "`max_length`=1000 exceeds", "64")
+
+
+def test_json_output_is_never_the_data_file(cli, trained_run, small_dev):
+    before = small_dev.read_bytes()
+    assert_one_line_error(cli("evaluate", trained_run["output"], small_dev, "--json", small_dev),
+                          "--json", "is the input file")
+    assert small_dev.read_bytes() == before

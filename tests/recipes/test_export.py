@@ -58,3 +58,18 @@ def test_export_then_check_serving(cli, trained_run, tmp_path):
     assert result.exit_code == 0, result.output
     audit = json.loads((tmp_path / "core.json").read_text())
     assert all(signature["core_only"] for signature in audit["signatures"].values())
+
+
+def test_a_failed_export_leaves_no_empty_base_directory(cli, trained_run, tmp_path):
+    base = tmp_path / "serving"
+    result = cli("export", trained_run["output"], base, "--max-length", 1000)
+    assert_one_line_error(result, "`max_length`=1000 exceeds")
+    assert not base.exists()
+
+
+def test_export_st_never_writes_over_the_model(cli, trained_run):
+    run = trained_run["output"]
+    for target in (run, run.parent):
+        result = cli("export-st", run, target, "--overwrite")
+        assert_one_line_error(result, "holds MODEL", "choose another DIRECTORY")
+    assert (run / "encoder.keras").is_file()

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from tests.recipes.conftest import demo_rows
+from tests.recipes.test_cli import assert_error_after_notes
 from tests.recipes.test_cli import assert_one_line_error
 
 # all-MiniLM-L6-v2, sentence-transformers' InformationRetrievalEvaluator on
@@ -200,7 +201,8 @@ def test_evaluate_ignore_identical_ids_leaves_the_query_itself_out(cli, minilm, 
 
     result, record = evaluate_retrieval_cli(cli, folder, tmp_path)
     assert record["ignore_identical_ids"] is False and record["documents"] == 80
-    assert "20 of 20 queries of DATA share their id with a document" in result.output
+    assert "20 of 20 queries of DATA share their id with a document, 20 of those documents " \
+        "with the query's text too" in result.output
     assert "--ignore-identical-ids" in result.output
     for key, value in reference_metrics(minilm, folder, "test").items():
         assert record[key] == pytest.approx(value, abs=1e-4), key
@@ -627,8 +629,11 @@ def test_train_notes_queries_that_share_ids_with_documents(tmp_path):
     from recipes.context import Environment
     from recipes.training import read_retrieval_splits
 
-    folder = write_beir(tmp_path / "ir", "dev", {"a": "x", "b": "y"},
-                        {"a": "x", "c": "z", "d": "w"}, {"a": {"c": 1}, "b": {"d": 1}})
+    # "a" is also a document with its text (ArguAna-like); "c" shares its id by chance
+    # with the document judged relevant to it.
+    folder = write_beir(tmp_path / "ir", "dev", {"a": "x", "b": "y", "c": "v"},
+                        {"a": "x", "c": "z", "d": "w"},
+                        {"a": {"c": 1}, "b": {"d": 1}, "c": {"c": 1}})
     notes = []
 
     class Recording(Environment):
@@ -637,11 +642,14 @@ def test_train_notes_queries_that_share_ids_with_documents(tmp_path):
 
     config = {"dev_retrieval": str(folder), "dev_retrieval_split": "dev"}
     read_retrieval_splits(config, Recording())
-    assert len(notes) == 1 and notes[0].startswith(
-        "1 of 2 queries of --dev-retrieval share their id with a document")
+    assert notes == ["2 of 3 queries of --dev-retrieval share their id with a document, 1 of "
+                     "those documents with the query's text too (in BEIR's ArguAna and Quora "
+                     "that document is the query itself); BEIR leaves such documents out of "
+                     "the ranking: --ignore-identical-ids does the same"]
     notes.clear()
     read_retrieval_splits({**config, "ignore_identical_ids": True}, Recording())
-    assert notes == []
+    assert len(notes) == 1 and notes[0].startswith(
+        "--ignore-identical-ids: for 1 queries of --dev-retrieval the document left out")
 
 
 # --- qrels naming ids the files lack (--unknown-ids) ----------------------------------
@@ -721,3 +729,20 @@ def test_mine_and_train_leave_out_judgements_of_missing_documents(cli, tiny_chec
     result = cli("train", "--unknown-ids", "report",
                  "--output", tmp_path / "refused")
     assert_one_line_error(result, "--unknown-ids", "--train-retrieval")
+
+
+def test_a_split_with_no_relevant_judgement_names_its_qrels(cli, tiny_checkpoint, tmp_path):
+    # Judged not relevant (score 0): the reader's note on the skipped query, then the error.
+    folder = write_beir(tmp_path / "beir", "test", {"q1": "a query"},
+                        {"d1": "a document", "d2": "another"}, {"q1": {"d1": 0}})
+    result = cli("evaluate", tiny_checkpoint, folder, "--task", "retrieval")
+    assert_error_after_notes(result, f"DATA {folder}: qrels/test.tsv judges no query")
+    result = cli("train", "--backbone", tiny_checkpoint, "--train-retrieval", folder,
+                 "--loss", "infonce", "--output", tmp_path / "run")
+    assert_error_after_notes(result, f"--train-retrieval {folder}: qrels/test.tsv judges no "
+                             "query")
+    assert not (tmp_path / "run").exists()
+    # A header and no judgement at all.
+    empty = write_beir(tmp_path / "empty", "test", {"q1": "a query"}, {"d1": "a document"}, {})
+    assert_one_line_error(cli("evaluate", tiny_checkpoint, empty, "--task", "retrieval"),
+                          f"DATA {empty}: qrels/test.tsv judges no query")

@@ -9,6 +9,7 @@ import pytest
 
 from tests.recipes.conftest import demo_rows
 from tests.recipes.conftest import write_pair_tsv
+from tests.recipes.test_cli import assert_error_after_notes
 from tests.recipes.test_cli import assert_one_line_error
 
 ARTIFACTS = ("encoder.keras", "config.json", "metrics.csv", "metrics.json", "training.png",
@@ -374,3 +375,28 @@ def test_mixed_bfloat16_minilm_on_stsb_within_half_a_point(cli, minilm_path, sha
             results["dev_before_training"]["spearman"], abs=0.05)
         spearman[name] = results["dev"]["spearman"]
     assert abs(spearman["mixed_bfloat16"] - spearman["float32"]) < 0.5, spearman  # x 100
+
+
+def test_a_loss_that_turns_nan_stops_the_run_and_saves_nothing(cli, tiny_checkpoint,
+                                                               small_train, tmp_path):
+    output = tmp_path / "run"
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 2,
+                 "--batch-size", 8, "--max-length", 16, "--lr", 1e30, "--output", output)
+    assert_error_after_notes(result, "epoch 1: the training loss is nan", "nothing was saved")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.tsv"]  # no run, no backup
+
+
+def test_devices_beyond_the_process_count_is_a_one_line_error(cli, small_train, tmp_path):
+    # PyTorch counts torchrun's processes; JAX and TensorFlow their visible devices.
+    result = cli("train", "--train", small_train, "--devices", 64, "--output", tmp_path / "run")
+    assert_one_line_error(result, "--devices 64: `devices`=64")
+    assert not (tmp_path / "run").exists()
+
+
+def test_cosine_mse_refuses_scores_outside_0_to_5(cli, tiny_checkpoint, tmp_path):
+    rows = [(a, b, 99.0 if i == 3 else s) for i, (a, b, s) in enumerate(demo_rows("train")[:16])]
+    train = write_pair_tsv(tmp_path / "train.tsv", rows)
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", train, "--loss",
+                 "cosine-mse", "--epochs", 1, "--output", tmp_path / "run")
+    assert_one_line_error(result, "train.tsv", "1 row(s) score outside 0-5 (row 4: 99)")
+    assert not (tmp_path / "run").exists()

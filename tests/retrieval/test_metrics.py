@@ -157,3 +157,18 @@ def test_v_measure_equals_sklearn():
     assert v_measure(x, labels) == pytest.approx(expected)
     assert v_measure(x, labels) > 0.9
     del sklearn
+
+
+def test_run_from_top_k_refuses_shapes_and_indices_that_do_not_fit():
+    with pytest.raises(ValueError, match=r"shape \(len\(query_ids\), k\) = \(2, k\)"):
+        run_from_top_k(["q1", "q2"], ["d1", "d2"], np.ones((3, 1)), np.zeros((3, 1), int))
+    with pytest.raises(ValueError, match=r"index `corpus_ids` \(0 to 0\). Received values "
+                                         r"from 5 to 5"):
+        run_from_top_k(["q1"], ["d1"], np.ones((1, 1)), np.full((1, 1), 5))
+
+
+def test_v_measure_needs_two_texts():
+    from keras_cosent.retrieval import v_measure
+
+    with pytest.raises(ValueError, match="at least 2 labelled texts. Received 0"):
+        v_measure(np.zeros((0, 8)), [])

@@ -126,3 +126,9 @@ def test_faiss_path():
     q, c = rng.normal(size=(10, 8)), rng.normal(size=(100, 8))
     _, idx = top_k(q, c, k=5, use_faiss=True)
     np.testing.assert_array_equal(idx, brute_force(q, c, 5)[1])
+
+
+@pytest.mark.parametrize("k", [0, 2.5, "3", True])
+def test_k_must_be_a_positive_int(k):
+    with pytest.raises(ValueError, match=r"`k` should be a positive integer. Received: k="):
+        top_k(np.ones((1, 2)), np.ones((3, 2)), k=k)

@@ -80,3 +80,17 @@ def test_a_registered_objective_is_usable_from_build_and_from_the_cli(tmp_path):
         assert "cosent-test" in help_text
     finally:
         OBJECTIVES.pop("cosent-test")
+
+
+def test_cosine_mse_maps_scores_0_to_5_or_0_to_1_and_refuses_others():
+    from keras_cosent.training.objectives import score_range
+
+    def data(labels):
+        return PairDataset([["a"] * len(labels), ["b"] * len(labels)],
+                           np.asarray(labels, "float32"), "scores.tsv")
+
+    assert score_range(data([0.0, 0.5, 1.0]), "pair-tsv") == (0.0, 1.0)
+    assert score_range(data([0.0, 2.5, 5.0]), "pair-tsv") == (0.0, 5.0)
+    with pytest.raises(DataFormatError, match=r"scores.tsv: .*2 row\(s\) score outside 0-5 "
+                                              r"\(row 2: 99\)"):
+        score_range(data([1.0, 99.0, -7.0]), "pair-tsv")
