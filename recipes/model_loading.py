@@ -50,7 +50,12 @@ def encoder_or_saved_path(model):
     a saved encoder then need not be loaded in this process at all.
     """
     saved = saved_encoder_path(model)
-    return str(saved) if saved is not None else load_encoder(model)
+    if saved is None:
+        return load_encoder(model)
+    try:
+        return encoder_loading.checked_keras_archive(str(saved))
+    except ValueError as error:
+        raise CliError(f"cannot load MODEL {model!r}: {one_line(error)}") from error
 
 
 def load_encoder(model, pooling=None, max_length=None):

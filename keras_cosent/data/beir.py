@@ -378,5 +378,9 @@ def read_retrieval_triplets(path, num_negatives=None):
             )
         rows.append([record["query"], record["positive"]] + negatives)
     if not rows:
-        raise DataFormatError(path, None, "no rows")
+        reason = "no rows"
+        if skipped:
+            reason = (f"no rows: all {skipped} have fewer than {num_negatives} negatives "
+                      "(re-mine with a wider --range-max or ask for fewer)")
+        raise DataFormatError(path, None, reason)
     return PairDataset([list(c) for c in zip(*rows)], None, str(path), skipped=skipped)

@@ -19,12 +19,14 @@ import tempfile
 import keras
 
 from keras_cosent.models.encoder_loading import ENCODER_FILENAME
+from keras_cosent.models.encoder_loading import checked_keras_archive
 from keras_cosent.models.encoder_loading import saved_encoder_file
 from keras_cosent.utils.truncation import check_truncate_dim
 
 
 def _resolve_encoder_file(path):
-    """`path` as a `.keras` file, by `keras_cosent.models.encoder_loading`'s rule."""
+    """`path` as a `.keras` file, by `keras_cosent.models.encoder_loading`'s rule
+    (not yet checked to be a zip archive: `checked_keras_archive`)."""
     found = saved_encoder_file(path)
     if found is None:
         raise FileNotFoundError(f"No encoder `.keras` file or training output directory at {path}")
@@ -93,7 +95,8 @@ def _write_export(encoder_or_path, export_dir, max_length, string_signatures, tr
 
         encoder = encoder_or_path
         if is_path:
-            encoder = keras.saving.load_model(_resolve_encoder_file(encoder_or_path))
+            encoder = keras.saving.load_model(
+                checked_keras_archive(_resolve_encoder_file(encoder_or_path)))
         write_serving_saved_model(
             encoder, export_dir, max_length=max_length, string_signatures=string_signatures,
             truncate_dim=truncate_dim,
@@ -101,7 +104,8 @@ def _write_export(encoder_or_path, export_dir, max_length, string_signatures, tr
         return
     if is_path:
         _export_in_subprocess(
-            _resolve_encoder_file(encoder_or_path), export_dir, max_length, string_signatures,
+            checked_keras_archive(_resolve_encoder_file(encoder_or_path)), export_dir,
+            max_length, string_signatures,
             truncate_dim,
         )
         return

@@ -36,9 +36,9 @@ def saved_encoder_file(model):
 
     Raises:
         ValueError: for a file that is not `.keras`-suffixed and not a
-            directory, a `.keras` file that is not a zip archive, a directory
-            holding several `.keras` files and no `encoder.keras`, or a train
-            run directory that lost its `encoder.keras`.
+            directory, a directory holding several `.keras` files and no
+            `encoder.keras`, or a train run directory that lost its
+            `encoder.keras`.
     """
     path = os.fspath(model)
     if os.path.isfile(path):
@@ -48,14 +48,14 @@ def saved_encoder_file(model):
                 "`encoder.save(...)`; expected a `.keras` file, a directory holding "
                 "`encoder.keras`, a checkpoint directory or a keras-hub preset name"
             )
-        return _checked_zip(os.path.abspath(path))
+        return os.path.abspath(path)
     if os.path.isdir(path):
         preferred = os.path.join(path, ENCODER_FILENAME)
         if os.path.isfile(preferred):
-            return _checked_zip(os.path.abspath(preferred))
+            return os.path.abspath(preferred)
         found = sorted(f for f in os.listdir(path) if f.endswith(".keras"))
         if len(found) == 1:
-            return _checked_zip(os.path.abspath(os.path.join(path, found[0])))
+            return os.path.abspath(os.path.join(path, found[0]))
         if len(found) > 1:
             raise ValueError(
                 f"Cannot tell which encoder to read from the directory {path}: expected "
@@ -69,8 +69,14 @@ def saved_encoder_file(model):
     return None
 
 
-def _checked_zip(path):
-    # Keras reports a `.keras` file that is not a zip archive as "File not found".
+def checked_keras_archive(path):
+    """`path`, once it is known to be a zip archive, as every `.keras` file is.
+
+    Keras reports a `.keras` file that is not one as "File not found".
+
+    Raises:
+        ValueError: naming `path` when it is not a zip archive.
+    """
     if not zipfile.is_zipfile(path):
         raise ValueError(
             f"{path} is not a `.keras` file (a zip archive written by `encoder.save`)."
@@ -132,7 +138,7 @@ def load_encoder(model, pooling=None, max_length=None):
 
     saved = saved_encoder_file(model)
     if saved is not None:
-        encoder = keras.saving.load_model(saved)
+        encoder = keras.saving.load_model(checked_keras_archive(saved))
         if not isinstance(encoder, SentenceEncoder):
             raise ValueError(
                 f"{saved} holds a {type(encoder).__name__}, not a keras-cosent SentenceEncoder"

@@ -226,3 +226,11 @@ def test_hold_out_queries_errors_name_the_argument(kwargs, match):
                             qrels={"a": {"d": 1}, "b": {"d": 1}}, source="set")
     with pytest.raises(ValueError, match=match):
         hold_out_queries(data, **kwargs)
+
+
+def test_triplets_all_shorter_than_asked_say_so(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_retrieval_triplets([["q", "p", "n1"], ["q2", "p2"]], path)
+    with pytest.raises(DataFormatError, match=r"t\.jsonl: no rows: all 2 have fewer than 3 "
+                                              r"negatives"):
+        read_retrieval_triplets(path, num_negatives=3)

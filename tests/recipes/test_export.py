@@ -73,3 +73,11 @@ def test_export_st_never_writes_over_the_model(cli, trained_run):
         result = cli("export-st", run, target, "--overwrite")
         assert_one_line_error(result, "holds MODEL", "choose another DIRECTORY")
     assert (run / "encoder.keras").is_file()
+
+
+def test_export_of_a_file_that_is_not_a_keras_archive(cli, tmp_path):
+    not_zip = tmp_path / "encoder.keras"
+    not_zip.write_text("not a zip archive")
+    result = cli("export", not_zip, tmp_path / "serving")
+    assert_one_line_error(result, "is not a `.keras` file (a zip archive")
+    assert not (tmp_path / "serving").exists()
