@@ -48,11 +48,11 @@ def train_stages(config, directory, env, backup_dir):
         The final evaluation results (as `recipes.training.train_encoder`), and
         `stages`: one record per stage.
     """
+    from recipes.training import non_finite_loss_error
     from recipes.training import parse_matryoshka_dims
     from recipes.training import read_datasets
     from recipes.training import run_policy
     from recipes.training import save_encoder
-    from recipes.training import non_finite_loss_error
     from recipes.training import zero_loss_warning
 
     tasks, _, dev, test = read_datasets(config)

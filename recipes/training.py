@@ -216,8 +216,7 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
     shutil.copyfile(mined, directory / MINED_FILE)
     train = read_retrieval_triplets(mined, num_negatives=count)
     # Named where the run keeps it, not in the backup, which goes once the run is published.
-    if config.get("output"):
-        train.source = os.path.join(config["output"], MINED_FILE)
+    train.source = os.path.join(config["output"], MINED_FILE)
     if train.skipped:
         env.note(f"{train.skipped} of {train.skipped + len(train)} mined rows got "
                  f"{_fewer_negatives(count)} and are left out (see {MINED_FILE})")

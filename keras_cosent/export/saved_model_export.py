@@ -90,24 +90,20 @@ def _export_in_subprocess(encoder_file, export_dir, max_length, string_signature
 
 def _write_export(encoder_or_path, export_dir, max_length, string_signatures, truncate_dim=None):
     is_path = isinstance(encoder_or_path, (str, os.PathLike))
+    if is_path:
+        encoder_file = checked_keras_archive(_resolve_encoder_file(encoder_or_path))
     if keras.backend.backend() == "tensorflow":
         from keras_cosent.export.serving_graph import write_serving_saved_model
 
-        encoder = encoder_or_path
-        if is_path:
-            encoder = keras.saving.load_model(
-                checked_keras_archive(_resolve_encoder_file(encoder_or_path)))
+        encoder = keras.saving.load_model(encoder_file) if is_path else encoder_or_path
         write_serving_saved_model(
             encoder, export_dir, max_length=max_length, string_signatures=string_signatures,
             truncate_dim=truncate_dim,
         )
         return
     if is_path:
-        _export_in_subprocess(
-            checked_keras_archive(_resolve_encoder_file(encoder_or_path)), export_dir,
-            max_length, string_signatures,
-            truncate_dim,
-        )
+        _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures,
+                              truncate_dim)
         return
     # Validate here so that a bad `max_length` or `truncate_dim` fails before the
     # slow subprocess.
