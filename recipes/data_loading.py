@@ -17,6 +17,7 @@ import numpy as np
 
 from keras_cosent.training.objectives import COLUMN_FORMATS
 from recipes.errors import CliError
+from recipes.retrieval_folders import retrieval_split
 
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
 DEMO_TRAIN = DATA_DIR / "demo-train.tsv"
@@ -53,26 +54,6 @@ def read_scored_pairs(path, format, text_columns=("sentence1", "sentence2"),
             "can be computed"
         )
     return dataset
-
-
-def retrieval_split(folder, split=None, option="FOLDER", split_option="--split"):
-    """The qrels split of a BEIR folder to use: `split`, else the folder's only one."""
-    qrels_dir = pathlib.Path(folder) / "qrels"
-    available = sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.is_dir() else []
-    if not available:
-        raise CliError(f"{option} {folder}: not a BEIR folder (no qrels/<split>.tsv)")
-    if split is None:
-        if len(available) > 1:
-            raise CliError(
-                f"{option} {folder}: has the splits {', '.join(available)}; choose one "
-                f"with {split_option}"
-            )
-        return available[0]
-    if split not in available:
-        raise CliError(
-            f"{option} {folder}: no qrels/{split}.tsv; its splits are {', '.join(available)}"
-        )
-    return split
 
 
 def read_retrieval_folder(folder, split=None, option="FOLDER", split_option="--split",

@@ -70,6 +70,11 @@ class ObjectiveChoice(click.Choice):
         pass  # always read from the library
 
     def convert(self, value, param, ctx):
+        if (ctx is not None and param is not None
+                and ctx.get_parameter_source(param.name) == click.core.ParameterSource.DEFAULT):
+            # The command's own default: loading the backend to check it would
+            # delay every other option's error by the framework's start-up.
+            return value
         # A joint objective, "infonce:1.0,cosent:0.5": checked by the library.
         if isinstance(value, str) and (":" in value or "," in value):
             self.choices  # the backend first

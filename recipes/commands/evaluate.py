@@ -25,6 +25,7 @@ from recipes.options import text_column_options
 from recipes.options import unknown_ids_option
 from recipes.output_files import refuse_input
 from recipes.output_files import write_json
+from recipes.retrieval_folders import retrieval_split
 
 TASKS = ("sts", "retrieval", "clustering")
 # The tasks that read each option: given explicitly with another task, it is an error.
@@ -106,6 +107,8 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
             f"{data!r} is a file; --task retrieval takes a BEIR folder holding "
             "corpus.jsonl, queries.jsonl and qrels/<split>.tsv", param_hint="DATA"
         )
+    if task == "retrieval":
+        split = retrieval_split(data, split, option="DATA")
     env.activate_backend()
     from recipes.model_loading import load_encoder
     from recipes.reporting import results_table
@@ -136,11 +139,9 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
                   "text_column": text_column, "label_column": label_column, **result}
     else:
         from recipes.data_loading import read_retrieval_folder
-        from recipes.data_loading import retrieval_split
         from recipes.evaluation import evaluate_retrieval
         from recipes.evaluation import note_identical_ids
 
-        split = retrieval_split(data, split, option="DATA")
         dataset = read_retrieval_folder(data, split, option="DATA", unknown_ids=unknown_ids,
                                         env=env)
         note_identical_ids(env, dataset, "DATA", ignore_identical_ids)

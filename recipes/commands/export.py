@@ -55,14 +55,12 @@ def export(env, model, base_dir, version, max_length, string_signatures, truncat
         encoder = load_encoder(model, max_length=max_length)
         if truncate_dim is not None:
             check_truncate_dim_option(truncate_dim, encoder, model)
-    try:
-        path = export_saved_model(
-            encoder, base_dir, version=version, max_length=max_length,
-            overwrite=overwrite, string_signatures=string_signatures, truncate_dim=truncate_dim,
-        )
-    except RuntimeError as error:
-        # The TensorFlow worker's failure: its last line says why.
-        lines = [line for line in str(error).splitlines() if line.strip()]
-        raise CliError(f"exporting {model} failed: {lines[-1].strip()}") from error
+    # The user's mistakes are refused above; a failure past this point (the
+    # TensorFlow worker's included, with its last lines) is a bug and keeps its
+    # traceback.
+    path = export_saved_model(
+        encoder, base_dir, version=version, max_length=max_length,
+        overwrite=overwrite, string_signatures=string_signatures, truncate_dim=truncate_dim,
+    )
     env.log(path)
     env.note(f"exported; check what TF Serving needs with: keras-cosent check-serving {path}")

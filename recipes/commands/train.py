@@ -39,6 +39,7 @@ from recipes.multi_dataset import _check_stage_epochs
 from recipes.multi_dataset import resolve_per_train_options
 from recipes.presets import RECIPES
 from recipes.presets import apply_recipe
+from recipes.retrieval_folders import retrieval_split
 from recipes.run_directory import CONFIG_FILE
 from recipes.reporting import RESULTS_FILE
 from recipes.run_directory import RunDirectory
@@ -338,6 +339,8 @@ def train(ctx, env, **options):
     # Repeatable --train/--format/--loss: one value as before, or a list per --train.
     resolve_per_train_options(ctx, options, resume=resume)
     check_combinations(ctx, options)
+    # Before the backend loads, so that a wrong folder or split fails at once.
+    resolve_retrieval_splits(options)
     env.activate_backend()
     from keras_cosent.training import get_objective
 
@@ -541,6 +544,21 @@ def _is_other_rank(config):
         return distributed.rank() != 0
 
 
+def resolve_retrieval_splits(options):
+    """Makes `--train-retrieval`/`--dev-retrieval` absolute and names their qrels split.
+
+    A folder without qrels, or without the split asked for (or with several
+    and none asked for), is a one-line error naming the option.
+    """
+    for key in ("train_retrieval", "dev_retrieval"):
+        if options.get(key) is not None:
+            option = "--" + key.replace("_", "-")
+            folder = options[key] = os.path.abspath(options[key])
+            options[f"{key}_split"] = retrieval_split(
+                folder, options[f"{key}_split"], option, f"{option}-split"
+            )
+
+
 def build_config(backend, options, tuning=True):
     """The run's exact configuration: every option resolved, paths absolute, data hashed.
 
@@ -605,15 +623,10 @@ def build_config(backend, options, tuning=True):
         split: [_sha256(p) for p in path] if isinstance(path, list) else _sha256(path)
         for split, path in files.items() if path is not None
     }
+    resolve_retrieval_splits(config)
     for key in ("train_retrieval", "dev_retrieval"):
         if config.get(key) is not None:
-            from recipes.data_loading import retrieval_split
-
-            option = "--" + key.replace("_", "-")
-            folder = config[key] = os.path.abspath(config[key])
-            split = config[f"{key}_split"] = retrieval_split(
-                folder, config[f"{key}_split"], option, f"{option}-split"
-            )
+            folder, split = config[key], config[f"{key}_split"]
             parts = ("corpus.jsonl", "queries.jsonl", os.path.join("qrels", f"{split}.tsv"))
             config["data_sha256"][key] = hashlib.sha256(
                 "".join(_sha256(os.path.join(folder, part)) for part in parts).encode()

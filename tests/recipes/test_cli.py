@@ -168,6 +168,50 @@ def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     assert not out.exists()
 
 
+def _beir_folder(path, splits):
+    (path / "qrels").mkdir(parents=True)
+    for split in splits:
+        (path / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\nq\td\t1\n")
+    return path
+
+
+@pytest.mark.parametrize("case", ["train-split", "train-folder", "dev-split", "evaluate"])
+def test_a_wrong_beir_folder_or_split_fails_before_the_backend_loads(tmp_path, case):
+    # In a fresh process, as a user runs it: the error comes from the option
+    # checks, before keras (seconds of start-up) is imported.
+    beir = _beir_folder(tmp_path / "beir", ("train", "dev"))
+    not_beir = tmp_path / "plain"
+    not_beir.mkdir()
+    out = str(tmp_path / "run")
+    argv, fragments = {
+        "train-split": (["train", "--train-retrieval", beir, "--train-retrieval-split", "test",
+                         "--output", out], ("--train-retrieval", "no qrels/test.tsv",
+                                             "its splits are dev, train")),
+        "train-folder": (["train", "--train-retrieval", beir, "--output", out],
+                         ("has the splits dev, train", "--train-retrieval-split")),
+        "dev-split": (["train", "--dev-retrieval", not_beir, "--output", out],
+                      ("--dev-retrieval", "not a BEIR folder")),
+        "evaluate": (["evaluate", "some-model", beir, "--task", "retrieval", "--split", "test"],
+                     ("DATA", "no qrels/test.tsv")),
+    }[case]
+    code = (
+        "import sys, recipes.cli\n"
+        "try:\n    recipes.cli.main(sys.argv[1:])\n"
+        "except SystemExit as exit:\n    status = exit.code\n"
+        "print([m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules], "
+        "status)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    result = subprocess.run([sys.executable, "-c", code, *map(str, argv)], env=env,
+                            capture_output=True, text=True)
+    assert result.stdout.strip() == "[] 2", result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert not os.path.exists(out)
+
+
 @pytest.mark.parametrize("loss", ["infonce", "simcse"])
 def test_batch_size_too_small_for_infonce(cli, tmp_path, loss):
     result = cli("train", "--loss", loss, "--batch-size", "1", "--output", tmp_path / "run")

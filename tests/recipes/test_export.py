@@ -67,6 +67,28 @@ def test_a_failed_export_leaves_no_empty_base_directory(cli, trained_run, tmp_pa
     assert not base.exists()
 
 
+def test_a_failure_inside_the_export_keeps_its_traceback(cli, trained_run, tmp_path,
+                                                        monkeypatch):
+    # The user's mistakes are refused before the export starts; what fails inside
+    # it (here the TensorFlow worker, as _export_in_subprocess reports it) is a
+    # bug, and the CLI must not shrink it to one line.
+    from keras_cosent.export import saved_model_export
+
+    def failing_worker(*args, **kwargs):
+        raise RuntimeError("Exporting encoder.keras through the TensorFlow backend failed "
+                           "(exit code 1).\nWorker output (last lines):\nTraceback (most "
+                           "recent call last):\nZeroDivisionError: division by zero")
+
+    monkeypatch.setattr(saved_model_export, "_write_export", failing_worker)
+    base = tmp_path / "serving"
+    result = cli("export", trained_run["output"], base)
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, RuntimeError)
+    assert "ZeroDivisionError: division by zero" in str(result.exception)
+    assert "Error: " not in result.stderr
+    assert not base.exists()
+
+
 def test_export_st_never_writes_over_the_model(cli, trained_run):
     run = trained_run["output"]
     for target in (run, run.parent):
