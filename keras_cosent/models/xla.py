@@ -1,8 +1,11 @@
 """XLA by default on TensorFlow, where Keras' `jit_compile="auto"` leaves it off on CPU."""
 
+import os
+import sys
 import warnings
 
 import keras
+import keras_hub
 
 # Below this share of Linux's memory-map limit left, new models compile without XLA.
 MAP_RESERVE = 0.1
@@ -82,6 +85,25 @@ def _maps_running_out():
             "process ends (tensorflow/tensorflow#64170), and XLA's compiler crashes the "
             "process once the maps run out, so models compile without XLA from now on "
             "(slower). Train each model in its own process to keep XLA.",
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
     return True
+
+
+def _user_stacklevel():
+    """The `stacklevel` at which its caller's warning names the user's line.
+
+    The guard runs from `compile`, from an encoder's constructor (reached
+    through `keras.saving.load_model` or a keras-hub preset) and from direct
+    calls, at depths that differ: the warning points at the first frame outside
+    keras-cosent, Keras and keras-hub, the line that started it.
+    """
+    packages = tuple(
+        os.path.dirname(os.path.abspath(path)) + os.sep
+        for path in (os.path.dirname(__file__), keras.__file__, keras_hub.__file__)
+    )
+    frame, level = sys._getframe(1), 1  # the caller of warnings.warn is level 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            packages):
+        frame, level = frame.f_back, level + 1
+    return level

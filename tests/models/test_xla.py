@@ -7,6 +7,7 @@ limit: a loop of `keras-cosent train` calls in one process crashed after five
 trainings at 6,000 maps). The guard is checked here with the count stood in for.
 """
 
+import sys
 import warnings
 
 import keras
@@ -74,6 +75,34 @@ def test_xla_turns_off_with_one_warning_when_maps_run_out(maps):
         assert encoder.jit_compile is False
     # What the caller asked for explicitly is passed through.
     assert xla.resolve_jit_compile(_dense(), jit_compile=True) is True
+
+
+@pytest.mark.skipif(not TENSORFLOW, reason="the guard runs on TensorFlow only (checked above)")
+@pytest.mark.parametrize("how", ["compile", "load_model"])
+def test_the_warning_names_the_users_line(maps, tmp_path, how):
+    # Reached through keras-cosent's compile, or through Keras' deserialisation
+    # into the encoder's constructor: either way the user's call is named.
+    encoder = make_tiny_encoder()
+    path = str(tmp_path / "encoder.keras")
+    if how == "load_model":
+        encoder.save(path)
+    maps["value"] = (59_000, 65_530)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if how == "compile":
+            line = _line_after()
+            encoder.compile(loss="mse")
+        else:
+            line = _line_after()
+            keras.saving.load_model(path)
+    found = [w for w in caught if "vm.max_map_count" in str(w.message)]
+    assert len(found) == 1, [str(w.message) for w in caught]
+    assert (found[0].filename, found[0].lineno) == (__file__, line)
+
+
+def _line_after():
+    """The line number after the caller's."""
+    return sys._getframe(1).f_lineno + 1
 
 
 def test_unreadable_maps_leave_xla_on(maps):
