@@ -492,6 +492,13 @@ def read_nli_jsonl(path, mode="ordinal", on_bad_rows="raise"):
             anchors.append(premise)
             positives.append(entailed)
             negatives.append(contradictions[i % len(contradictions)])
+    if premises and not anchors:
+        raise DataFormatError(
+            path, None,
+            f"no triplets: none of the {len(by_premise)} premise(s) of its {len(premises)} "
+            "labelled row(s) has both an entailment and a contradiction, which "
+            "mode='triplets' pairs as (premise, entailed, contradicting)",
+        )
     return bad.finish([anchors, positives, negatives], None, dropped)
 
 

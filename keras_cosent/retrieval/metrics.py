@@ -169,8 +169,14 @@ def v_measure(embeddings, labels, num_clusters=None, seed=0, batch_size=None):
     Uses scikit-learn's `KMeans` (n_init=10, seeded) and `v_measure_score`;
     `num_clusters` defaults to the number of distinct labels.
     """
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import v_measure_score
+    try:
+        from sklearn.cluster import KMeans
+        from sklearn.metrics import v_measure_score
+    except ImportError as error:
+        raise ImportError(
+            f"`v_measure` needs scikit-learn ({error}): "
+            'pip install "keras-cosent[clustering]"'
+        ) from error
 
     embeddings = np.asarray(embeddings, dtype=np.float32)
     labels = np.asarray(labels)

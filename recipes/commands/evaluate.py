@@ -14,6 +14,7 @@ import click
 from click.core import ParameterSource
 
 from recipes.context import pass_environment
+from recipes.errors import CliError
 from recipes.options import FORMATS
 from recipes.options import backend_option
 from recipes.options import batch_size_option
@@ -109,6 +110,12 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         )
     if task == "retrieval":
         split = retrieval_split(data, split, option="DATA")
+    if task == "clustering":
+        try:
+            import sklearn  # noqa: F401  (k-means; an optional dependency)
+        except ImportError as error:
+            raise CliError(f"--task clustering runs scikit-learn's k-means, which does not "
+                           f'import ({error}); pip install "keras-cosent[clustering]"') from None
     env.activate_backend()
     from recipes.model_loading import load_encoder
     from recipes.reporting import results_table

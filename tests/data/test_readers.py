@@ -212,6 +212,22 @@ def test_nli_ordinal_and_triplets_small(tmp_path):
         read_nli_jsonl(path, mode="pairs")
 
 
+
+def test_nli_triplets_from_rows_that_never_make_one_say_so(tmp_path):
+    # Valid, labelled rows, but no premise with both an entailment and a
+    # contradiction: the error says that, not that the file is empty.
+    rows = [("p1", "e1", "entailment"), ("p1", "n1", "neutral"), ("p2", "c2", "contradiction"),
+            ("p3", "x", "-")]
+    path = _write(tmp_path, "nli.json", "\n".join(
+        json.dumps({"sentence1": a, "sentence2": b, "label": c}) for a, b, c in rows) + "\n")
+    assert len(read_nli_jsonl(path)) == 3
+    with pytest.raises(DataFormatError) as info:
+        read_nli_jsonl(path, mode="triplets")
+    message = str(info.value)
+    assert str(path) in message and "empty" not in message and "dropped" not in message
+    assert "none of the 2 premise(s) of its 3 labelled row(s)" in message
+    assert "both an entailment and a contradiction" in message
+
 # --- dispatch -------------------------------------------------------------------
 
 def test_read_dataset_dispatch(tmp_path):

@@ -340,6 +340,16 @@ def test_evaluate_clustering_input_errors(cli, tmp_path):
     assert_one_line_error(result, "labelled.jsonl", "topic")
 
 
+def test_evaluate_clustering_without_scikit_learn_says_what_to_install(cli, tmp_path,
+                                                                      monkeypatch):
+    data = tmp_path / "labelled.jsonl"
+    data.write_text('{"text": "a man", "label": "x"}\n{"text": "a dog", "label": "y"}\n')
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # what a missing package does
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering")
+    assert_one_line_error(result, "--task clustering", "scikit-learn",
+                          'pip install "keras-cosent[clustering]"')
+
+
 # --- mine ---------------------------------------------------------------------------
 
 

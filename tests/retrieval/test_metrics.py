@@ -1,5 +1,7 @@
 """Retrieval metrics against pytrec_eval (trec_eval) on random runs with ties and graded qrels."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -165,6 +167,15 @@ def test_run_from_top_k_refuses_shapes_and_indices_that_do_not_fit():
     with pytest.raises(ValueError, match=r"index `corpus_ids` \(0 to 0\). Received values "
                                          r"from 5 to 5"):
         run_from_top_k(["q1"], ["d1"], np.ones((1, 1)), np.full((1, 1), 5))
+
+
+def test_v_measure_without_scikit_learn_says_what_to_install(monkeypatch):
+    from keras_cosent.retrieval import v_measure
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.cluster", None)
+    with pytest.raises(ImportError, match=r'pip install "keras-cosent\[clustering\]"'):
+        v_measure(np.zeros((4, 2)), [0, 0, 1, 1])
 
 
 def test_v_measure_needs_two_texts():
