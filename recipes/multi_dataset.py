@@ -155,10 +155,10 @@ def build_setup(config, encoder, tasks, matryoshka_dims=None):
     from keras_cosent.training import build_multi
     from recipes.options import loss_options
 
-    options = loss_options(config)
     return build_multi(
         encoder,
-        [Task(dataset, loss, options, data_format) for dataset, data_format, loss in tasks],
+        [Task(dataset, loss, loss_options(config, loss), data_format)
+         for dataset, data_format, loss in tasks],
         sampling=config["sampling"],
         batch_size=config["batch_size"],
         epochs=config["epochs"],

@@ -30,15 +30,22 @@ MIXED_PRECISION_POLICIES = ("mixed_bfloat16", "mixed_float16")
 INPUT_FILE = click.Path(exists=True, dir_okay=False)
 
 
-def loss_options(config):
-    """A `train` run's loss options, as `keras_cosent.training.build` takes them.
+def loss_options(config, loss):
+    """A `train` run's loss options for objective `loss`, as `keras_cosent.training.build`
+    takes them.
 
-    Every objective picks the ones it has (`Objective.options`); unset ones are None
-    and leave the loss's own default.
+    Only the ones `loss` (or a term of a joint spec) takes: `--scale` and
+    `--temperature` have defaults that every run carries, and `build` refuses
+    options its objective does not take. Unset ones are None and leave the
+    loss's own default.
     """
-    return {"scale": config["scale"], "temperature": config["temperature"],
-            "margin": config.get("margin"), "distance": config.get("distance"),
-            "form": config.get("margin_form"), "symmetric": config.get("symmetric")}
+    from keras_cosent.training import get_objective
+
+    options = {"scale": config["scale"], "temperature": config["temperature"],
+               "margin": config.get("margin"), "distance": config.get("distance"),
+               "form": config.get("margin_form"), "symmetric": config.get("symmetric")}
+    taken = get_objective(loss).loss_option_names
+    return {key: value for key, value in options.items() if key in taken}
 
 
 class ObjectiveChoice(click.Choice):

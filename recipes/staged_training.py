@@ -73,7 +73,7 @@ def train_stages(config, directory, env, backup_dir):
                 batch_size=config["batch_size"], epochs=epochs, learning_rate=config["lr"],
                 warmup=config["warmup"], weight_decay=config["weight_decay"],
                 seed=config["seed"], packing=config["packing"], data_format=data_format,
-                matryoshka_dims=matryoshka_dims, **loss_options(config),
+                matryoshka_dims=matryoshka_dims, **loss_options(config, loss),
             )
             log = backup_dir / STAGE_LOG.format(stage=stage)
             callbacks = []

@@ -419,7 +419,7 @@ def _train_encoder(config, directory, env, backup_dir):
                 queue_size=config.get("queue_size"),
                 momentum=config.get("momentum"),
                 word_repetition=config.get("word_repetition"),
-                **loss_options(config),
+                **loss_options(config, config["loss"]),
             )
     model, batches = setup.model, setup.batches
 

@@ -20,6 +20,8 @@ from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.pair_dataset import PairDataset
 
 NLI_ORDINAL_LABELS = {"entailment": 2, "neutral": 1, "contradiction": 0}
+# The class names of `read_nli_jsonl`'s labels, in id order (`PairDataset.classes`).
+NLI_CLASSES = sorted(NLI_ORDINAL_LABELS, key=NLI_ORDINAL_LABELS.get)
 _EXTENSION_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 _ON_BAD_ROWS = ("raise", "skip")
 _STS_FIELDS = "genre, file, year, id, score, sentence1, sentence2"
@@ -479,7 +481,10 @@ def read_nli_jsonl(path, mode="ordinal", on_bad_rows="raise"):
         hypotheses.append(texts[1].strip())
         labels.append(NLI_ORDINAL_LABELS[label])
     if mode == "ordinal":
-        return bad.finish([premises, hypotheses], np.asarray(labels, dtype="int32"), dropped)
+        dataset = bad.finish([premises, hypotheses], np.asarray(labels, dtype="int32"), dropped)
+        # So that objectives know the labels for NLI classes without `data_format`.
+        dataset.classes = list(NLI_CLASSES)
+        return dataset
     by_premise = {}
     for premise, hypothesis, label in zip(premises, hypotheses, labels):
         by_premise.setdefault(premise, {2: [], 0: []}).get(label, []).append(hypothesis)

@@ -13,6 +13,7 @@ tokens are partly duplicated (ESimCSE).
 """
 
 import collections
+import inspect
 
 import numpy as np
 
@@ -169,6 +170,8 @@ def build(
     1
     """
     objective = get_objective(objective)
+    objective.check_loss_options(loss_options, "build()", own=BUILD_ARGUMENTS)
+    check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup, weight_decay)
     if not isinstance(dataset, PairDataset):
         raise TypeError(
             "`dataset` should be a keras_cosent.data.PairDataset. "
@@ -179,8 +182,6 @@ def build(
             f"`batch_size`={batch_size} is too small for objective {objective.name!r}: it "
             f"needs at least {objective.min_batch_size} rows per batch."
         )
-    if not 0 <= warmup < 1:
-        raise ValueError(f"`warmup` should be a fraction in [0, 1). Received: `warmup`={warmup}")
     if matryoshka_dims is not None:
         matryoshka_dims = check_matryoshka_dims(matryoshka_dims, encoder.embedding_dim)
         if objective.wrap_model is not None:
@@ -276,6 +277,49 @@ def build(
     batches = distributed.shard_batches(batches)
     return TrainingSetup(model, batches, optimizer, loss, encoder, dataset, objective)
 
+
+
+# Named when a keyword that is no loss option was passed: `lr=` for `learning_rate=`.
+BUILD_ARGUMENTS = tuple(
+    name for name, parameter in inspect.signature(build).parameters.items()
+    if parameter.kind is parameter.KEYWORD_ONLY
+)
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+def check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup, weight_decay):
+    """Refuses, before anything is built, the arguments `build` and `build_multi` share
+    when they have the wrong type or lie out of range (naming the argument)."""
+    if not (hasattr(encoder, "tokenize") and hasattr(encoder, "embedding_dim")):
+        raise TypeError(
+            "`encoder` should be a keras_cosent.models.SentenceEncoder. "
+            f"Received: `encoder` of type {type(encoder).__name__}"
+        )
+    for name, value in (("batch_size", batch_size), ("epochs", epochs)):
+        if not _is_int(value) or value < 1:
+            raise ValueError(f"`{name}` should be a positive int. Received: `{name}`={value!r}")
+    if not _is_number(learning_rate) or not np.isfinite(learning_rate) or learning_rate <= 0:
+        raise ValueError(
+            f"`learning_rate` should be a finite number > 0. Received: "
+            f"`learning_rate`={learning_rate!r}"
+        )
+    if not _is_number(warmup) or not 0 <= warmup < 1:
+        raise ValueError(
+            f"`warmup` should be a fraction in [0, 1). Received: `warmup`={warmup!r}"
+        )
+    if not _is_number(weight_decay) or not np.isfinite(weight_decay) or weight_decay < 0:
+        raise ValueError(
+            f"`weight_decay` should be a finite number >= 0. Received: "
+            f"`weight_decay`={weight_decay!r}"
+        )
 
 
 def check_matryoshka_dims(dims, embedding_dim):

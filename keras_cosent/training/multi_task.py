@@ -25,6 +25,7 @@ from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
 from keras_cosent.training.builder import check_matryoshka_dims
+from keras_cosent.training.builder import check_training_arguments
 from keras_cosent.training.objectives import get_objective
 
 
@@ -169,11 +170,13 @@ def build_multi(
         raise ValueError("`tasks` is empty: give at least one (dataset, objective).")
     if sampling not in SAMPLINGS:
         raise ValueError(f"`sampling` should be one of {SAMPLINGS}. Received: `sampling`={sampling!r}")
-    if not 0 <= warmup < 1:
-        raise ValueError(f"`warmup` should be a fraction in [0, 1). Received: `warmup`={warmup}")
+    check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup, weight_decay)
     if matryoshka_dims is not None:
         matryoshka_dims = check_matryoshka_dims(matryoshka_dims, encoder.embedding_dim)
     objectives = [get_objective(task.objective) for task in tasks]
+    for index, (task, objective) in enumerate(zip(tasks, objectives)):
+        objective.check_loss_options(dict(task.loss_options or {}),
+                                     f"task {index}'s loss_options")
     names = task_names([o.name for o in objectives])
     packing = bool(packing) and supports_packing(encoder.backbone)
     losses, columns, task_batches = [], [], []

@@ -83,6 +83,29 @@ class Objective:
     wrap_model: Optional[Callable] = None
     check_batching: Optional[Callable] = None
 
+    @property
+    def loss_option_names(self):
+        """The loss options (`options`) this objective's loss takes."""
+        return tuple(self.options)
+
+    def check_loss_options(self, options, caller="build()", own=()):
+        """Refuses options with a value that this objective's loss does not take.
+
+        A misspelt option (`temprature=`) or one of `build`'s own arguments
+        misspelt (`lr=`, `epoch=`) would otherwise be dropped without a word.
+        `None` values stand for "the loss's default" and are always accepted.
+        """
+        unknown = sorted(key for key, value in options.items()
+                         if value is not None and key not in self.loss_option_names)
+        if unknown:
+            takes = (f"its loss options are {sorted(self.loss_option_names)}"
+                     if self.loss_option_names else "it takes no loss options")
+            hint = f"; {caller}'s own arguments are {', '.join(own)}" if own else ""
+            raise TypeError(
+                f"{caller} got {', '.join(f'`{key}`' for key in unknown)}, which objective "
+                f"{self.name!r} does not take: {takes}{hint}."
+            )
+
     def make_loss(self, options, dataset, data_format=None):
         """The loss object for the run's `options` and its shaped training rows."""
         kwargs = {key: options[key] for key in self.options if options.get(key) is not None}
@@ -185,7 +208,7 @@ def classified_pairs(objective, dataset, data_format):
     """Scored pairs with class ids: NLI keeps its 3 classes, scores become similar or not."""
     dataset = scored_pairs(objective, dataset, data_format)
     labels, _ = classification_labels(dataset, data_format)
-    return PairDataset(dataset.columns, labels, dataset.source)
+    return PairDataset(dataset.columns, labels, dataset.source, classes=dataset.classes)
 
 
 def positive_rows(objective, dataset, data_format):
@@ -311,10 +334,14 @@ def warn_few_positives(objective, dataset, batch_size):
 def classification_labels(dataset, data_format):
     """Class ids and class count for the softmax classifier.
 
-    NLI files keep their three classes. Scores become two classes, similar
-    (above 2.5) or not, unless every label already is 0 or 1.
+    NLI files keep their three classes, as does any dataset that names its
+    classes (`PairDataset.classes`, which `read_nli_jsonl` sets, so that a
+    dataset read without `data_format` is not taken for scores). Scores become
+    two classes, similar (above 2.5) or not, unless every label already is 0 or 1.
     """
     labels = np.asarray(dataset.labels)
+    if dataset.classes is not None:
+        return labels.astype("int32"), len(dataset.classes)
     if data_format == "nli-jsonl":
         return labels.astype("int32"), 3
     if np.all((labels == 0) | (labels == 1)):
@@ -323,7 +350,12 @@ def classification_labels(dataset, data_format):
 
 
 def score_range(dataset, data_format):
-    """The (min, max) label range cosine regression maps onto cosines 0..1."""
+    """The (min, max) label range cosine regression maps onto cosines 0..1.
+
+    Named classes (NLI: contradiction 0 < neutral 1 < entailment 2) span their ids.
+    """
+    if dataset.classes is not None:
+        return 0.0, float(len(dataset.classes) - 1)
     if data_format == "nli-jsonl":
         return 0.0, 2.0
     labels = np.asarray(dataset.labels, dtype="float32")
@@ -464,6 +496,11 @@ class JointObjective(Objective):
     terms: tuple = ()
     weights: tuple = ()
     positive_above: tuple = ()
+
+    @property
+    def loss_option_names(self):
+        """Every option a term takes (each term picks its own)."""
+        return tuple(sorted({name for term in self.terms for name in term.loss_option_names}))
 
     def make_loss(self, options, dataset, data_format=None):
         term_losses = []

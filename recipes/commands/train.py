@@ -360,7 +360,7 @@ def train(ctx, env, **options):
             ("symmetric", "symmetric", "the backward direction of InfoNCE (--loss infonce "
              "or simcse)")):
         if options.get(name) not in (None, False) and not any(
-                option in _loss_options(get_objective(loss)) for loss in losses):
+                option in get_objective(loss).loss_option_names for loss in losses):
             raise click.BadParameter(
                 f"sets {what}; --loss {options['loss']} has none",
                 param_hint="--" + name.replace("_", "-"),
@@ -408,12 +408,6 @@ def train(ctx, env, **options):
     else:
         env.note("no --dev or --test given: nothing evaluated")
     env.note(f"run saved to {options['output']}")
-
-
-def _loss_options(objective):
-    """The loss options (`margin`, `distance`, ...) an objective, or any term of a joint one, takes."""
-    terms = getattr(objective, "terms", ()) or (objective,)
-    return {name for term in terms for name in term.options}
 
 
 # Options a recipe's `requires` entry is also met by.

@@ -112,6 +112,59 @@ def test_an_unknown_objective_lists_the_known_ones():
         build(tiny_encoder(), pairs(), "cosnet")
 
 
+
+@pytest.mark.parametrize("keyword, fragment", [
+    ("lr", "learning_rate"),      # build's own argument, misspelt
+    ("epoch", "epochs"),
+    ("scal", "['scale']"),        # a loss option, misspelt
+    ("temperature", "['scale']"),  # InfoNCE's, not CoSENT's
+])
+def test_a_keyword_the_objective_does_not_take_is_refused(keyword, fragment):
+    # It used to be dropped without a word: `lr=1e-3` trained at 2e-5.
+    with pytest.raises(TypeError, match=rf"build\(\) got `{keyword}`, which objective "
+                                        "'cosent' does not take") as info:
+        build(tiny_encoder(), pairs(), "cosent", batch_size=4, **{keyword: 0.5})
+    assert fragment in str(info.value)
+    # A joint objective takes every option one of its terms takes; None means "the default".
+    setup = build(tiny_encoder(), pairs(), "infonce:1.0,cosent:0.5", batch_size=4,
+                  scale=30.0, temperature=0.1, margin=None)
+    scales = {type(term).__name__: term.get_config() for term in setup.loss.losses}
+    assert scales["CoSENTLoss"]["scale"] == 30.0 and scales["InfoNCELoss"]["temperature"] == 0.1
+
+
+def test_a_misspelt_task_option_is_refused_by_build_multi():
+    from keras_cosent.training import Task
+    from keras_cosent.training import build_multi
+
+    with pytest.raises(TypeError, match=r"task 0's loss_options got `temprature`.*'infonce'.*"
+                                        r"\['symmetric', 'temperature'\]"):
+        build_multi(tiny_encoder(), [Task(pairs(), "infonce", {"temprature": 0.5})],
+                    batch_size=4)
+
+
+@pytest.mark.parametrize("argument, value", [
+    ("epochs", 0), ("epochs", 2.7), ("epochs", "3"), ("epochs", True),
+    ("batch_size", 2.5), ("batch_size", "4"), ("batch_size", 0),
+    ("learning_rate", 0.0), ("learning_rate", -1e-5), ("learning_rate", float("inf")),
+    ("learning_rate", float("nan")), ("learning_rate", "2e-5"),
+    ("warmup", "0.1"), ("warmup", 1.0), ("warmup", float("nan")),
+    ("weight_decay", -0.1), ("weight_decay", float("nan")),
+])
+def test_training_arguments_out_of_range_name_themselves(argument, value):
+    for builder in ("build", "build_multi"):
+        with pytest.raises(ValueError, match=rf"`{argument}`.*Received: `{argument}`="):
+            if builder == "build":
+                build(tiny_encoder(), pairs(), "cosent", **{"batch_size": 4, argument: value})
+            else:
+                keras_cosent.training.build_multi(
+                    tiny_encoder(), [(pairs(), "cosent")], **{"batch_size": 4, argument: value})
+
+
+def test_an_encoder_that_is_not_one_is_named():
+    with pytest.raises(TypeError, match=r"`encoder` should be a keras_cosent.models."
+                                        r"SentenceEncoder. Received: `encoder` of type NoneType"):
+        build(None, pairs(), "cosent")
+
 def _build_under(policy):
     """What `keras-cosent train --mixed-precision POLICY` does: build under the policy."""
     previous = keras.mixed_precision.global_policy()

@@ -94,3 +94,27 @@ def test_cosine_mse_maps_scores_0_to_5_or_0_to_1_and_refuses_others():
     with pytest.raises(DataFormatError, match=r"scores.tsv: .*2 row\(s\) score outside 0-5 "
                                               r"\(row 2: 99\)"):
         score_range(data([1.0, 99.0, -7.0]), "pair-tsv")
+
+
+@pytest.mark.parametrize("data_format", [None, "nli-jsonl"])
+def test_nli_rows_keep_their_three_classes_with_or_without_data_format(tmp_path, data_format):
+    # read_nli_jsonl names its classes, so build need not be told the format: left
+    # out, the softmax head used to see two classes (labels > 2.5: all 0) and
+    # cosine regression a 0-5 range.
+    import json
+
+    from keras_cosent.data import read_nli_jsonl
+
+    rows = [("a cat sat", "the cat", "entailment"), ("a cat sat", "a dog ran", "contradiction"),
+            ("the mat", "a red mat", "neutral"), ("the mat", "the mat", "entailment")]
+    path = tmp_path / "nli.jsonl"
+    path.write_text("\n".join(json.dumps({"sentence1": a, "sentence2": b, "label": label})
+                              for a, b, label in rows))
+    assert read_nli_jsonl(path).classes == ["contradiction", "neutral", "entailment"]
+    setup = build(tiny_encoder(), read_nli_jsonl(path), "sbert-softmax", batch_size=2,
+                  data_format=data_format)
+    assert setup.dataset.labels.tolist() == [2, 0, 1, 2]
+    assert setup.loss.get_config()["num_labels"] == 3
+    setup = build(tiny_encoder(), read_nli_jsonl(path), "cosine-mse", batch_size=2,
+                  data_format=data_format)
+    assert (setup.loss.get_config()["min_score"], setup.loss.get_config()["max_score"]) == (0, 2)
