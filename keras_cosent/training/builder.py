@@ -145,7 +145,9 @@ def build(
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
             SupCon), `symmetric=True` (InfoNCE, SimCSE), `margin=0.5`
             (triplet, batch-hard triplet, margin ranking) or
-            `distance="euclidean"` (triplet, batch-hard triplet).
+            `distance="euclidean"` (triplet, batch-hard triplet). One the
+            objective does not take raises `TypeError` (a `None` value is
+            accepted: the loss's default).
 
     Returns:
         A `TrainingSetup` with `model` (compiled), `batches`, `optimizer`,
