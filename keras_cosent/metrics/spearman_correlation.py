@@ -52,8 +52,9 @@ def spearman_correlation(x, y, mask=None):
     """Spearman rank correlation of two vectors, ties getting average ranks.
 
     Equal to `scipy.stats.spearmanr(x, y).statistic` up to float32 rounding
-    (SciPy's default: ties share the mean of their ranks). Inputs should be
-    finite: +inf ties with the masked-out rows and NaN has no rank.
+    (SciPy's default: ties share the mean of their ranks). A NaN or infinite
+    value in a row that counts gives NaN (NaN has no rank, and a diverged
+    model's NaN cosines must not read as a score), as SciPy's default does.
 
     Args:
         x: vector of shape `(n,)` (or `(n, 1)`).
@@ -63,7 +64,8 @@ def spearman_correlation(x, y, mask=None):
 
     Returns:
         A float32 scalar tensor in [-1, 1]; 0 when fewer than two rows are left
-        or one side is constant (where SciPy would return NaN).
+        or one side is constant (where SciPy would return NaN); NaN when a
+        counted value is not finite.
 
     Example:
 
@@ -77,7 +79,10 @@ def spearman_correlation(x, y, mask=None):
     y = _as_vector(y, "y")
     _check_same_length(x, y, "x", "y")
     mask = _as_mask(mask, x)
-    return pearson_correlation(_average_ranks(x, mask), _average_ranks(y, mask), mask)
+    rho = pearson_correlation(_average_ranks(x, mask), _average_ranks(y, mask), mask)
+    finite = ops.logical_and(ops.isfinite(x), ops.isfinite(y))
+    counted_finite = ops.all(ops.logical_or(finite, ops.logical_not(mask)))
+    return ops.where(counted_finite, rho, float("nan"))
 
 
 @keras_cosent_export

@@ -55,6 +55,33 @@ def test_function_mask_drops_rows():
     np.testing.assert_allclose(got, scipy_spearman(y[mask], p[mask]), rtol=RTOL)
 
 
+
+@pytest.mark.parametrize("side, bad", [("x", np.nan), ("y", np.nan), ("y", np.inf),
+                                       ("x", -np.inf)])
+def test_a_non_finite_counted_value_gives_nan_as_scipy_does(side, bad):
+    # A diverged model's NaN cosines used to come out as a finite rho (1.0 on a
+    # sorted gold vector), which EarlyStopping or keep-best could take as a score.
+    y, p = correlated(50, seed=3)
+    x, z = (y.copy(), p) if side == "x" else (y, p.copy())
+    (x if side == "x" else z)[7] = bad
+    if not np.isinf(bad):
+        assert np.isnan(scipy_spearman(x, z))
+    assert np.isnan(float(spearman_correlation(x, z)))
+    # Outside the mask it is left out like any other value.
+    mask = np.arange(50) != 7
+    np.testing.assert_allclose(float(spearman_correlation(x, z, mask=mask)),
+                               scipy_spearman(x[mask], z[mask]), rtol=RTOL)
+
+
+def test_the_metric_reports_nan_for_nan_predictions():
+    gold = np.sort(np.array([3, 1, 4, 1.5, 5, 2, 0.5, 4.5], "float32"))
+    metric = SpearmanCorrelation(capacity=16)
+    metric.update_state(gold, np.full(8, np.nan, "float32"))
+    assert np.isnan(float(metric.result()))
+    metric.reset_state()
+    metric.update_state(gold, gold * 0.1)
+    assert float(metric.result()) == pytest.approx(1.0)
+
 def test_function_degenerate_inputs_give_zero():
     assert float(spearman_correlation([1.0, 1.0, 1.0], [0.1, 0.2, 0.3])) == 0.0
     assert float(spearman_correlation([1.0], [0.5])) == 0.0
