@@ -500,10 +500,10 @@ def _check_dataset(dataset, batch_size, label_mode, drop_remainder):
         )
     if label_mode == "class":
         labels = np.asarray(dataset.labels)
-        fractional = np.flatnonzero(labels != np.round(labels))
+        fractional = np.flatnonzero((labels != np.round(labels)) | (labels < 0))
         if fractional.size:
             raise ValueError(
-                f"label_mode='class' needs integer class ids, but `dataset` "
+                f"label_mode='class' needs class ids, integers >= 0, but `dataset` "
                 f"({dataset.source!r}) has label {labels[fractional[0]].item()!r} in row "
                 f"{fractional[0]}."
             )

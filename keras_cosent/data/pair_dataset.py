@@ -47,9 +47,24 @@ class PairDataset:
     classes: list = None
 
     def __post_init__(self):
-        if len(self.columns) == 0:
-            raise ValueError("`columns` is empty: a PairDataset needs at least one column.")
+        if isinstance(self.columns, str) or len(self.columns) == 0:
+            raise ValueError("`columns` should be a non-empty list of text columns. Received: "
+                             f"`columns`={self.columns!r:.80} (source: {self.source!r}).")
+        for index, column in enumerate(self.columns):
+            if isinstance(column, str):
+                # list("ab") would make a column of characters.
+                raise ValueError(
+                    f"Column {index} should be a list of texts, not one string. Received: "
+                    f"{column!r:.80} (source: {self.source!r})."
+                )
         self.columns = [list(column) for column in self.columns]
+        for index, column in enumerate(self.columns):
+            for row, text in enumerate(column):
+                if not isinstance(text, str):
+                    raise ValueError(
+                        f"Column {index}, row {row} should be a text (str). Received: "
+                        f"{text!r:.80} of type {type(text).__name__} (source: {self.source!r})."
+                    )
         lengths = [len(column) for column in self.columns]
         if len(set(lengths)) != 1:
             raise ValueError(
@@ -62,6 +77,19 @@ class PairDataset:
                 raise ValueError(
                     f"`labels` should be 1-D with one label per row ({lengths[0]}). "
                     f"Received shape {self.labels.shape} (source: {self.source!r})."
+                )
+            if not (np.issubdtype(self.labels.dtype, np.number)
+                    or self.labels.dtype == np.bool_):
+                raise ValueError(
+                    f"`labels` should be numbers (scores or class ids). Received dtype "
+                    f"{self.labels.dtype} (source: {self.source!r}); read class names with "
+                    "`read_columns(..., classes=True)`."
+                )
+            bad = np.flatnonzero(~np.isfinite(self.labels.astype("float64")))
+            if bad.size:
+                raise ValueError(
+                    f"`labels` should be finite. Received {self.labels[bad[0]]} at row "
+                    f"{bad[0]} ({bad.size} non-finite in all; source: {self.source!r})."
                 )
 
     def __len__(self):

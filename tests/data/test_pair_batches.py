@@ -280,6 +280,10 @@ def test_class_mode_gives_int32_class_ids_and_refuses_fractions():
     fractional = PairDataset([["a", "b", "c"]], np.array([0.0, 1.5, 1.0]), "frac")
     with pytest.raises(ValueError, match=r"'frac'\) has label 1.5 in row 1"):
         PairBatches(fractional, tokenize, batch_size=2, label_mode="class")
+    negative = PairDataset([["a", "b"]], np.array([0, -1]), "neg")  # no class -1
+    with pytest.raises(ValueError, match=r"integers >= 0, but `dataset` \('neg'\) has label "
+                                         r"-1 in row 1"):
+        PairBatches(negative, tokenize, batch_size=2, label_mode="class")
 
 
 class MeanEmbeddingModel(keras.Model):

@@ -390,6 +390,26 @@ def test_pair_dataset_container():
         PairDataset([["a"], ["b"]], np.zeros(2))
 
 
+@pytest.mark.parametrize("columns, labels, message", [
+    # What a DataFrame hands over for a missing value, or a label column of names.
+    ([["a", "b"], ["c", "d"]], np.array([1.0, np.nan]),
+     r"`labels` should be finite. Received nan at row 1 \(1 non-finite"),
+    ([["a", "b"], ["c", "d"]], np.array([np.inf, 2.0]), "Received inf at row 0"),
+    ([["a", "b"], ["c", "d"]], np.array(["x", "y"]), r"should be numbers.*dtype <U1"),
+    ([["a", None], ["c", "d"]], None, r"Column 0, row 1 should be a text \(str\). Received: "
+                                      "None of type NoneType"),
+    ([["a", "b"], ["c", float("nan")]], None, "Column 1, row 1 .* of type float"),
+    (["ab", "cd"], None, "Column 0 should be a list of texts, not one string. Received: 'ab'"),
+    ("ab", None, "`columns` should be a non-empty list"),
+])
+def test_pair_dataset_refuses_rows_no_reader_would_return(columns, labels, message):
+    # The readers refuse these with file and line; a dataset built in code gets the
+    # same guard, naming the column and row, instead of failing in a tokenizer or
+    # training on NaN.
+    with pytest.raises(ValueError, match=message):
+        PairDataset(columns, labels, source="inline")
+
+
 # Characters that str.splitlines() treats as line breaks but that are plain text
 # inside a field here: a reader that split on them would cut sentences and shift
 # every later line number.
