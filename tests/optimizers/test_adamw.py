@@ -202,6 +202,17 @@ def test_bad_epsilon_is_named(epsilon):
         AdamW(learning_rate=0.1, epsilon=epsilon)
 
 
+@pytest.mark.parametrize("kwargs, argument", [
+    ({"learning_rate": -1.0}, "learning_rate"), ({"learning_rate": 0.0}, "learning_rate"),
+    ({"learning_rate": float("nan")}, "learning_rate"), ({"learning_rate": "2e-5"}, "learning_rate"),
+    ({"learning_rate": 1e-3, "weight_decay": -1}, "weight_decay"),
+    ({"learning_rate": 1e-3, "weight_decay": float("inf")}, "weight_decay"),
+])
+def test_adamw_names_a_bad_rate_or_decay(kwargs, argument):
+    with pytest.raises(ValueError, match=rf"`{argument}`.*Received: `{argument}`="):
+        adamw(**kwargs)
+
+
 def test_adamw_serialization_round_trip():
     optimizer = AdamW(learning_rate=WarmupLinearDecay(2e-5, 40, 4), weight_decay=0.01)
     restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))

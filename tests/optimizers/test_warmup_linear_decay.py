@@ -44,6 +44,15 @@ def test_drives_an_optimizer():
     ({"peak_learning_rate": 0, "total_steps": 5}, "peak_learning_rate"),
     ({"peak_learning_rate": 1e-3, "total_steps": 0}, "total_steps"),
     ({"peak_learning_rate": 1e-3, "total_steps": 5, "warmup_steps": 6}, "warmup_steps"),
+    # A fraction, as build's `warmup` takes it, used to mean int(0.1) = no warm-up.
+    ({"peak_learning_rate": 1e-3, "total_steps": 10, "warmup_steps": 0.1},
+     r"a step count, not a fraction\). Received: `warmup_steps`=0.1"),
+    ({"peak_learning_rate": 1e-3, "total_steps": 2.5}, r"`total_steps`=2.5"),
+    ({"peak_learning_rate": float("inf"), "total_steps": 5}, r"`peak_learning_rate`=inf"),
+    ({"peak_learning_rate": float("nan"), "total_steps": 5}, r"`peak_learning_rate`=nan"),
+    ({"peak_learning_rate": "1e-3", "total_steps": 5}, r"`peak_learning_rate`='1e-3'"),
+    ({"peak_learning_rate": 1e-3, "total_steps": 5, "multiplier": float("inf")},
+     r"`multiplier`=inf"),
 ])
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
