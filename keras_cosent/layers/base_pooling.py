@@ -30,16 +30,40 @@ class BasePooling(keras.layers.Layer):
         super().__init__(**kwargs)
 
     def call(self, inputs, padding_mask=None):
+        _check_shapes(self.name, inputs, padding_mask)
         x = ops.cast(inputs, "float32")
         if padding_mask is None:
             mask = ops.ones_like(x[:, :, :1])
         else:
-            mask = ops.expand_dims(ops.cast(padding_mask, "float32"), axis=-1)
+            # Any non-zero entry is a token: the mask selects, it does not weigh.
+            mask = ops.cast(ops.not_equal(padding_mask, 0), "float32")
+            mask = ops.expand_dims(mask, axis=-1)
         return self.pool(x, mask)
 
     def pool(self, x, mask):
         raise NotImplementedError(
             f"{self.__class__.__name__} must implement `pool(x, mask)`."
+        )
+
+
+def _check_shapes(layer, inputs, padding_mask):
+    """Refuses token states that are not `(batch, seq, dim)` or a mask that is not
+    `(batch, seq)` like them, where the shapes are known (always in eager calls)."""
+    x_shape = tuple(inputs.shape)
+    if len(x_shape) != 3:
+        raise ValueError(
+            f"{layer} pools token states of shape (batch, seq, dim). Received `inputs` of "
+            f"shape {x_shape}."
+        )
+    if padding_mask is None:
+        return
+    mask_shape = tuple(padding_mask.shape)
+    if len(mask_shape) != 2 or any(
+            a is not None and b is not None and a != b
+            for a, b in zip(mask_shape, x_shape[:2])):
+        raise ValueError(
+            f"{layer}'s `padding_mask` should have shape (batch, seq) = {x_shape[:2]}, as "
+            f"`inputs` {x_shape}. Received `padding_mask` of shape {mask_shape}."
         )
 
 

@@ -125,6 +125,29 @@ def test_first_last_average_rejects_single_tensor():
         FirstLastAveragePooling()(x, mask)
 
 
+@pytest.mark.parametrize("layer_cls", [MeanPooling, MaxPooling, MeanSqrtLenPooling,
+                                       WeightedMeanPooling, CLSPooling])
+def test_a_mask_or_input_of_the_wrong_shape_is_named(layer_cls):
+    # It used to reach the backend's broadcast error (CLS pooling took any mask).
+    x, mask = _random_batch()  # (5, 7, 4), (5, 7)
+    with pytest.raises(ValueError, match=r"`padding_mask` should have shape \(batch, seq\) = "
+                                         r"\(5, 7\).*Received `padding_mask` of shape \(5, 6\)"):
+        layer_cls()(x, mask[:, :6])
+    with pytest.raises(ValueError, match=r"shape \(5, 7, 1\)"):
+        layer_cls()(x, mask[:, :, None])
+    with pytest.raises(ValueError, match=r"\(batch, seq, dim\). Received `inputs` of shape "
+                                         r"\(5, 7\)"):
+        layer_cls()(x[:, :, 0], mask)
+
+
+@pytest.mark.parametrize("layer_cls,reference", POOLINGS, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_mask_selects_tokens_and_does_not_weigh_them(layer_cls, reference):
+    x, mask = _random_batch(prefix=False)
+    weights = np.where(mask, 2.0, 0.0).astype("float32")  # 0/2 instead of 0/1
+    np.testing.assert_allclose(ops.convert_to_numpy(layer_cls()(x, weights)),
+                               reference(x, mask), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("layer_cls", [MeanPooling, MaxPooling, MeanSqrtLenPooling, WeightedMeanPooling])
 def test_all_masked_row_is_zero_and_finite(layer_cls):
     x, mask = _random_batch()
