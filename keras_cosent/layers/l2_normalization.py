@@ -40,9 +40,11 @@ class L2Normalization(keras.layers.Layer):
             raise ValueError(
                 f"`epsilon` should be a positive float. Received: `epsilon`={epsilon}"
             )
+        if isinstance(axis, bool) or not hasattr(axis, "__index__"):
+            raise ValueError(f"`axis` should be an int. Received: `axis`={axis!r}")
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
-        self.axis = axis
+        self.axis = int(axis)
         self.epsilon = float(epsilon)
 
     def call(self, inputs):

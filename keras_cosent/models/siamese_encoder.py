@@ -66,6 +66,11 @@ class SiameseEncoder(keras.Model):
     """
 
     def __init__(self, encoder, **kwargs):
+        if not isinstance(encoder, keras.layers.Layer):
+            raise TypeError(
+                f"`encoder` should be a keras_cosent.models.SentenceEncoder (a Keras layer or "
+                f"model). Received: `encoder` of type {type(encoder).__name__}"
+            )
         super().__init__(**kwargs)
         self.encoder = encoder
 

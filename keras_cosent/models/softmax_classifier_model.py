@@ -47,6 +47,12 @@ class SoftmaxClassifierModel(keras.Model):
     """
 
     def __init__(self, siamese, num_labels, **kwargs):
+        if not isinstance(getattr(siamese, "encoder", None), keras.layers.Layer):
+            raise TypeError(
+                "`siamese` should be a keras_cosent.models.SiameseEncoder: wrap the sentence "
+                "encoder, `SoftmaxClassifierModel(SiameseEncoder(encoder), num_labels)`. "
+                f"Received: `siamese` of type {type(siamese).__name__}"
+            )
         super().__init__(**kwargs)
         self.siamese = siamese
         self.encoder = siamese.encoder

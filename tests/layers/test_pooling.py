@@ -200,6 +200,12 @@ def test_l2_normalization_rejects_bad_epsilon():
         L2Normalization(epsilon=0)
 
 
+@pytest.mark.parametrize("axis", ["x", True, 1.0])
+def test_l2_normalization_rejects_an_axis_that_is_not_an_int(axis):
+    with pytest.raises(ValueError, match=r"`axis` should be an int. Received: `axis`="):
+        L2Normalization(axis=axis)
+
+
 @pytest.mark.parametrize(
     "name,cls",
     [

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+import keras_cosent
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.models import SentenceEncoder
 from keras_cosent.models import SiameseEncoder
@@ -89,3 +90,19 @@ def test_fit_step_lowers_cosent_loss():
     # One batch per epoch, no dropout: epoch 1's loss is the loss before any update.
     losses = model.fit(x, y, batch_size=4, epochs=5, verbose=0).history["loss"]
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda encoder: keras_cosent.models.SiameseEncoder(None),
+     r"`encoder` should be a keras_cosent.models.SentenceEncoder .* of type NoneType"),
+    (lambda encoder: keras_cosent.models.MultiTaskEncoder("all-MiniLM-L6-v2"),
+     r"`encoder` should be .* of type str"),
+    # The sentence encoder itself where its siamese wrapper goes.
+    (lambda encoder: keras_cosent.models.SoftmaxClassifierModel(encoder, 3),
+     r"`siamese` should be a keras_cosent.models.SiameseEncoder.* of type SentenceEncoder"),
+])
+def test_a_wrapper_given_the_wrong_object_says_so_at_construction(make, message):
+    # They used to construct and fail at the first call ('NoneType' object is not
+    # callable) or with an AttributeError.
+    with pytest.raises(TypeError, match=message):
+        make(make_tiny_encoder())
