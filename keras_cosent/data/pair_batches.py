@@ -151,6 +151,13 @@ class PairBatches(keras.utils.PyDataset):
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.pad_id = pad_id
+        if not isinstance(shuffle, (bool, np.bool_)):
+            # A truthy string ("no") would switch shuffling on.
+            raise ValueError(f"`shuffle` should be a bool. Received: `shuffle`={shuffle!r}")
+        if seed is not None and (not _is_int(seed) or not 0 <= seed < 2**32):
+            raise ValueError(
+                f"`seed` should be None or an int in [0, 2**32). Received: `seed`={seed!r}"
+            )
         self.shuffle = bool(shuffle)
         self.seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
         self.label_mode = label_mode

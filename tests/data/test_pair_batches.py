@@ -348,3 +348,15 @@ def test_docstring_examples_run(module_name):
 
     result = doctest.testmod(importlib.import_module(module_name), verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"shuffle": "no"}, r"`shuffle` should be a bool. Received: `shuffle`='no'"),
+    ({"shuffle": 0}, r"`shuffle`=0"),
+    ({"seed": -1}, r"`seed` should be None or an int in \[0, 2\*\*32\). Received: `seed`=-1"),
+    ({"seed": 1.5}, r"`seed`=1.5"),
+])
+def test_shuffle_and_seed_are_checked(kwargs, message):
+    ds = PairDataset([["a", "b"], ["c", "d"]], np.zeros(2), "t")
+    with pytest.raises(ValueError, match=message):
+        PairBatches(ds, tokenize, batch_size=2, **kwargs)
