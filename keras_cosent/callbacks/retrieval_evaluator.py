@@ -1,8 +1,16 @@
 """The callback that scores a sentence encoder on a retrieval split after every epoch."""
 
+import collections.abc
+import warnings
+
 import keras
 import numpy as np
 
+from keras_cosent.retrieval._validation import check_bool
+from keras_cosent.retrieval._validation import check_encoder
+from keras_cosent.retrieval._validation import check_k_values
+from keras_cosent.retrieval._validation import check_positive_int
+from keras_cosent.retrieval._validation import is_grade
 from keras_cosent.retrieval.metrics import retrieval_metrics
 from keras_cosent.retrieval.metrics import run_from_top_k
 from keras_cosent.retrieval.search import top_k
@@ -23,21 +31,31 @@ class RetrievalEvaluator(keras.callbacks.Callback):
     PyTorch rank), and logs the values one device gives.
 
     Args:
-        queries: `{query_id: text}`.
-        corpus: `{doc_id: text}`.
-        qrels: `{query_id: {doc_id: int relevance}}`.
+        queries: `{query_id: text}`, a mapping.
+        corpus: `{doc_id: text}`, a mapping.
+        qrels: `{query_id: {doc_id: int relevance}}`. Ids of all three are
+            compared as strings (`1` and `"1"` are the same id); every query
+            it names should be in `queries`.
         name: prefix of the log keys.
         encoder: object with `encode(texts, batch_size=...)`; defaults to the
             `encoder` attribute of the model being trained.
-        k_values: cutoffs; 100 is always added for `map@100`.
-        batch_size: encoding batch size.
-        chunk_size: corpus rows scored at once.
-        use_faiss: passed to `top_k`.
+        k_values: cutoffs, positive ints; 10 and 100 are always added
+            (`map@100`, and the `@10` figures `verbose` prints).
+        batch_size: encoding batch size, a positive int.
+        chunk_size: corpus rows scored at once, a positive int.
+        use_faiss: passed to `top_k` (True, False or None).
         ignore_identical_ids: leave out of each query's ranking the document
             whose id is the query's own, as BEIR's evaluation does by default
             (sets such as ArguAna and Quora hold every query in the corpus too;
             `keras_cosent.retrieval.run_from_top_k`).
         verbose: 0 or 1.
+        unknown_documents: what a judgement of a document that `corpus` lacks
+            does: `"error"` (default) refuses it, naming a few, since a
+            mistyped id would silently score as a miss; `"keep"` scores it as
+            BEIR's evaluation does, relevant and never retrieved (BEIR's
+            ArguAna judges a document its corpus lacks). `from_dataset` picks
+            `"keep"` for a dataset read with `read_beir(...,
+            unknown_ids="report")`, which has already reported them.
 
     Call arguments: used by `model.fit(callbacks=[...])`.
 
@@ -68,39 +86,74 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         use_faiss=False,
         ignore_identical_ids=False,
         verbose=0,
+        unknown_documents="error",
     ):
         super().__init__()
+        # Every argument is checked here, not at the end of the first epoch.
         if not isinstance(name, str) or not name:
             raise ValueError(f"`name` should be a non-empty string. Received: `name`={name!r}")
-        if encoder is not None and not callable(getattr(encoder, "encode", None)):
+        check_encoder(encoder)
+        k_values = check_k_values(k_values)
+        batch_size = check_positive_int("batch_size", batch_size)
+        chunk_size = check_positive_int("chunk_size", chunk_size)
+        use_faiss = check_bool("use_faiss", use_faiss, allow_none=True)
+        ignore_identical_ids = check_bool("ignore_identical_ids", ignore_identical_ids)
+        if verbose not in (0, 1):
+            raise ValueError(f"`verbose` should be 0 or 1. Received: `verbose`={verbose!r}")
+        if unknown_documents not in ("error", "keep"):
             raise ValueError(
-                "`encoder` should have an `encode(texts, batch_size=...)` method. "
-                f"Received: `encoder` of type {type(encoder).__name__}"
+                "`unknown_documents` should be 'error' or 'keep'. "
+                f"Received: `unknown_documents`={unknown_documents!r}"
             )
-        qrels = {str(q): {str(d): int(s) for d, s in j.items()} for q, j in qrels.items()}
+        queries = _texts_by_id(queries, "queries")
+        corpus = _texts_by_id(corpus, "corpus")
+        if not corpus:
+            raise ValueError("`corpus` should hold at least one document. Received: 0 documents.")
+        qrels = _judgements(qrels)
         missing = [q for q in qrels if q not in queries]
         if missing:
-            raise ValueError(f"qrels name queries not in `queries`: {missing[:5]}")
+            raise ValueError(
+                f"`qrels` name {len(missing)} queries that `queries` lacks (ids are compared "
+                f"as strings): {missing[:5]}"
+            )
+        unknown = [(q, d) for q, judged in qrels.items() for d in judged if d not in corpus]
+        if unknown and unknown_documents == "error":
+            raise ValueError(
+                f"`qrels` judge {len(unknown)} document(s) that `corpus` lacks (first "
+                f"(query, document) pairs: {unknown[:5]}); they would score as relevant "
+                "documents never retrieved. Fix the ids, or pass unknown_documents='keep' to "
+                "score them so, as BEIR's evaluation does."
+            )
         self.query_ids = [q for q in qrels if any(s >= 1 for s in qrels[q].values())]
         if not self.query_ids:
             raise ValueError("No query of `qrels` has a relevant document (score >= 1).")
         self.query_texts = [queries[q] for q in self.query_ids]
-        self.corpus_ids = [str(d) for d in corpus]
+        self.corpus_ids = list(corpus)
         self.corpus_texts = list(corpus.values())
         self.qrels = qrels
+        self.unknown_documents = unknown_documents
+        self.unknown_judgements = unknown
         self.name = name
         self.encoder = encoder
-        self.k_values = sorted(set(int(k) for k in k_values) | {10, 100})
+        self.k_values = sorted(set(k_values) | {10, 100})
         self.batch_size = batch_size
         self.chunk_size = chunk_size
         self.use_faiss = use_faiss
-        self.ignore_identical_ids = bool(ignore_identical_ids)
+        self.ignore_identical_ids = ignore_identical_ids
         self.verbose = verbose
         self.history = []
 
     @classmethod
     def from_dataset(cls, dataset, name="ir_dev", **kwargs):
-        """Builds the evaluator from a `keras_cosent.data.RetrievalDataset`."""
+        """Builds the evaluator from a `keras_cosent.data.RetrievalDataset`.
+
+        Judgements of documents the corpus lacks are kept (`unknown_documents=
+        "keep"`) when the dataset was read with `unknown_ids="report"`, the
+        reader's mode that keeps and reports them, and refused otherwise;
+        `unknown_documents=` overrides it.
+        """
+        if getattr(dataset, "unknown_ids", "error") == "report":
+            kwargs.setdefault("unknown_documents", "keep")
         return cls(dataset.queries, dataset.corpus, dataset.qrels, name=name, **kwargs)
 
     def _resolve_encoder(self):
@@ -123,8 +176,16 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         of two models on the same queries).
         """
         encoder = self._resolve_encoder()
-        q = np.asarray(encoder.encode(self.query_texts, batch_size=self.batch_size))
-        c = np.asarray(encoder.encode(self.corpus_texts, batch_size=self.batch_size))
+        q, q_bad = _encoded(encoder, self.query_texts, self.query_ids, self.batch_size, "queries")
+        c, c_bad = _encoded(encoder, self.corpus_texts, self.corpus_ids, self.batch_size,
+                            "corpus")
+        if q_bad or c_bad:
+            # A diverged model: NaN has no rank, so every figure is NaN (as the
+            # Spearman metrics report it), not a ranking of arbitrary order.
+            warnings.warn(f"{self.name}: {q_bad or c_bad}; its retrieval figures are NaN",
+                          stacklevel=2)
+            q, c = np.nan_to_num(q, nan=0.0, posinf=0.0, neginf=0.0), np.nan_to_num(
+                c, nan=0.0, posinf=0.0, neginf=0.0)
         # One more when the query's own document is dropped from its ranking.
         depth = max(self.k_values) + self.ignore_identical_ids
         scores, indices = top_k(
@@ -133,7 +194,14 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         run = run_from_top_k(self.query_ids, self.corpus_ids, scores, indices,
                              ignore_identical_ids=self.ignore_identical_ids,
                              depth=max(self.k_values))
-        return retrieval_metrics(run, self.qrels, k_values=self.k_values, per_query=per_query)
+        result = retrieval_metrics(run, self.qrels, k_values=self.k_values, per_query=per_query)
+        if q_bad or c_bad:
+            if per_query:
+                means, per = result
+                result = (_all_nan(means), {qid: _all_nan(row) for qid, row in per.items()})
+            else:
+                result = _all_nan(result)
+        return result
 
     def on_epoch_end(self, epoch, logs=None):
         values = self.evaluate()
@@ -149,3 +217,75 @@ class RetrievalEvaluator(keras.callbacks.Callback):
                 f"{self.name}_recall@10={values['recall@10']:.4f} "
                 f"{self.name}_map@100={values['map@100']:.4f}"
             )
+
+
+def _texts_by_id(items, name):
+    """`{str(id): text}` of the mapping `items`, or raises naming `name`."""
+    if not isinstance(items, collections.abc.Mapping):
+        raise TypeError(
+            f"`{name}` should be a mapping {{id: text}} (e.g. a dict). "
+            f"Received: `{name}` of type {type(items).__name__}"
+        )
+    texts, keys = {}, {}
+    for key, text in items.items():
+        if not isinstance(text, str):
+            raise ValueError(
+                f"`{name}` should map ids to texts (str). Received: `{name}`[{key!r}]={text!r:.80}"
+            )
+        if str(key) in keys:
+            raise ValueError(
+                f"`{name}` holds two ids that are equal as strings (ids are compared as "
+                f"strings): {keys[str(key)]!r} and {key!r}"
+            )
+        keys[str(key)] = key
+        texts[str(key)] = text
+    return texts
+
+
+def _judgements(qrels):
+    """`{str(query_id): {str(doc_id): int}}` of `qrels`, or raises naming it."""
+    if not isinstance(qrels, collections.abc.Mapping):
+        raise TypeError(
+            "`qrels` should be a mapping {query_id: {doc_id: int relevance}}. "
+            f"Received: `qrels` of type {type(qrels).__name__}"
+        )
+    judgements = {}
+    for qid, judged in qrels.items():
+        if not isinstance(judged, collections.abc.Mapping):
+            raise TypeError(
+                "`qrels` should map each query id to a mapping {doc_id: int relevance}. "
+                f"Received: `qrels`[{qid!r}] of type {type(judged).__name__}"
+            )
+        row = {}
+        for doc_id, grade in judged.items():
+            if not is_grade(grade):
+                raise ValueError(
+                    f"`qrels` should hold int relevance grades. Received: {grade!r} for query "
+                    f"{qid!r}, document {doc_id!r}"
+                )
+            row[str(doc_id)] = int(grade)
+        judgements[str(qid)] = row
+    return judgements
+
+
+def _encoded(encoder, texts, ids, batch_size, what):
+    """`(embeddings, problem)`: `encoder.encode(texts)` as an array, refused unless it
+    has one row per text; `problem` says which rows are not finite (else None)."""
+    embeddings = np.asarray(encoder.encode(texts, batch_size=batch_size))
+    if embeddings.ndim != 2 or embeddings.shape[0] != len(texts):
+        raise ValueError(
+            f"`encoder.encode` should return an array of shape ({len(texts)}, dim) for the "
+            f"{len(texts)} texts of `{what}`. Received shape {embeddings.shape}."
+        )
+    bad = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
+    if not bad.size:
+        return embeddings, None
+    return embeddings, (
+        f"`encoder.encode` returned non-finite values (NaN or inf) for {bad.size} of the "
+        f"{len(texts)} texts of `{what}` (first: id {ids[bad[0]]!r}); the weights may have "
+        "diverged"
+    )
+
+
+def _all_nan(values):
+    return {key: float("nan") for key in values}

@@ -17,6 +17,7 @@ from keras import ops
 
 from keras_cosent.metrics import pearson_correlation
 from keras_cosent.metrics import spearman_correlation
+from keras_cosent.retrieval._validation import check_encoder
 from keras_cosent.utils import pair_cosine
 
 
@@ -54,7 +55,8 @@ class SpearmanEvaluator(keras.callbacks.Callback):
         csv_path: optional path of a CSV file to which a row `epoch, spearman,
             pearson` is appended after each epoch (header written when the file
             is new or empty). `epoch` is 0-based, as in
-            `keras.callbacks.CSVLogger`.
+            `keras.callbacks.CSVLogger`. Its directory should exist already
+            (checked here, not after the first epoch).
         verbose: 1 prints the scores after each epoch, 0 is silent.
 
     Attributes:
@@ -105,11 +107,8 @@ class SpearmanEvaluator(keras.callbacks.Callback):
             )
         if verbose not in (0, 1):
             raise ValueError(f"`verbose` should be 0 or 1. Received: `verbose`={verbose!r}")
-        if encoder is not None and not callable(getattr(encoder, "encode", None)):
-            raise ValueError(
-                "`encoder` should have an `encode(texts, batch_size=...)` method. "
-                f"Received: `encoder` of type {type(encoder).__name__}"
-            )
+        check_encoder(encoder)
+        csv_path = None if csv_path is None else _check_csv_path(csv_path)
         # Each distinct sentence is encoded once; pairs index into that list.
         position = {}
         for pair in pairs:
@@ -123,7 +122,7 @@ class SpearmanEvaluator(keras.callbacks.Callback):
         self.encoder = encoder
         self.batch_size = batch_size
         self.restore_best_weights = restore_best_weights
-        self.csv_path = None if csv_path is None else os.fspath(csv_path)
+        self.csv_path = csv_path
         self.verbose = verbose
         self._reset_tracking()
 
@@ -241,6 +240,32 @@ class SpearmanEvaluator(keras.callbacks.Callback):
             if new_file:
                 writer.writerow(["epoch", "spearman", "pearson"])
             writer.writerow([epoch, repr(spearman), repr(pearson)])
+
+
+def _check_csv_path(csv_path):
+    """`csv_path` as a str, refused unless it names a file in an existing directory."""
+    try:
+        path = os.fspath(csv_path)
+    except TypeError:
+        raise ValueError(
+            f"`csv_path` should be a file path or None. Received: `csv_path`={csv_path!r}"
+        ) from None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    reason = None
+    if not path:
+        reason = "it is empty"
+    elif os.path.isdir(path):
+        reason = "it is a directory"
+    elif not os.path.isdir(directory):
+        reason = f"there is no directory {directory!r}"
+    if reason is not None:
+        raise ValueError(
+            f"`csv_path` should name a file in an existing directory: {reason}. "
+            f"Received: `csv_path`={path!r}"
+        )
+    return path
 
 
 def _validate_pairs(pairs):

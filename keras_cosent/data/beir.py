@@ -6,8 +6,10 @@ As BEIR's evaluation does, a document's text is `title + " " + text` when the
 title is non-empty, else `text`.
 """
 
+import collections.abc
 import dataclasses
 import json
+import numbers
 import os
 import warnings
 
@@ -25,6 +27,12 @@ class RetrievalDataset:
         qrels: `{query_id: {doc_id: int relevance}}`.
         source: the folder.
         skipped: ids of judged queries skipped for having no relevant document.
+        unknown_ids: the reader's `unknown_ids` mode. With `"report"`, `qrels`
+            may judge documents that `corpus` lacks (kept, relevant and never
+            retrieved, as BEIR's evaluation counts them), and
+            `keras_cosent.callbacks.RetrievalEvaluator.from_dataset` scores
+            them so; with `"error"` (the default, and a dataset built by hand)
+            it refuses them.
     """
 
     corpus: dict
@@ -32,6 +40,7 @@ class RetrievalDataset:
     qrels: dict
     source: str = ""
     skipped: list = dataclasses.field(default_factory=list)
+    unknown_ids: str = "error"
 
     @property
     def corpus_ids(self):
@@ -60,7 +69,7 @@ class RetrievalDataset:
         qrels = {q: judged for q, judged in qrels.items() if q not in dropped}
         return RetrievalDataset(
             corpus=self.corpus, queries={q: self.queries[q] for q in qrels}, qrels=qrels,
-            source=self.source, skipped=self.skipped + dropped,
+            source=self.source, skipped=self.skipped + dropped, unknown_ids=self.unknown_ids,
         )
 
 
@@ -146,7 +155,10 @@ def read_beir(folder, split="test", unknown_ids="error"):
     query is left out (there is no text to search with); a row naming an
     unknown document is kept, as BEIR's evaluation keeps it, so that the
     document counts as relevant and is never retrieved
-    (`RetrievalDataset.judged_in_corpus` drops those for training).
+    (`RetrievalDataset.judged_in_corpus` drops those for training). The
+    dataset records the mode in `unknown_ids`, from which
+    `RetrievalEvaluator.from_dataset` learns to score such documents so
+    rather than refuse them.
 
     Example:
 
@@ -187,7 +199,8 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
     all_queries = {q: text for q, (text,) in _read_jsonl(queries_path, ("text",)).items()}
     qrels = {}
     if qrels_path is None:
-        return RetrievalDataset(corpus, all_queries, qrels, source=source)
+        return RetrievalDataset(corpus, all_queries, qrels, source=source,
+                                unknown_ids=unknown_ids)
     unknown = {"query": [], "document": []}
     first_lines, repeats = {}, []
     for line_number, line in _text_lines(qrels_path):
@@ -261,7 +274,8 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
     for q in skipped:
         del qrels[q]
     queries = {q: all_queries[q] for q in qrels}
-    return RetrievalDataset(corpus, queries, qrels, source=source, skipped=skipped)
+    return RetrievalDataset(corpus, queries, qrels, source=source, skipped=skipped,
+                            unknown_ids=unknown_ids)
 
 
 def hold_out_queries(dataset, size, seed=0, distractors=2500):
@@ -328,6 +342,7 @@ def hold_out_queries(dataset, size, seed=0, distractors=2500):
             queries={q: t for q, t in dataset.queries.items() if keep_query(q)},
             qrels={q: dict(j) for q, j in dataset.qrels.items() if keep_query(q)},
             source=f"{dataset.source} ({name}: {size} queries held out with seed {seed})",
+            unknown_ids=dataset.unknown_ids,
         )
 
     return (
@@ -338,11 +353,36 @@ def hold_out_queries(dataset, size, seed=0, distractors=2500):
 
 def write_retrieval_triplets(rows, path):
     """Writes rows `[query, positive, negative...]` as JSON lines
-    `{"query", "positive", "negatives": [...]}`."""
+    `{"query", "positive", "negatives": [...]}`.
+
+    Every row is checked before the file is opened, so a bad row leaves no
+    half-written file: each is a list or tuple of at least 2 strings, the query
+    and the positive non-empty (a negative may be an empty string, as a corpus
+    document may be). Raises `ValueError` naming the row and the field.
+    """
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, collections.abc.Iterable):
+        raise ValueError(
+            "`rows` should be a sequence of [query, positive, negative...] lists. "
+            f"Received: `rows` of type {type(rows).__name__}"
+        )
+    rows = list(rows)
+    for i, row in enumerate(rows):
+        if not isinstance(row, (list, tuple)) or len(row) < 2:
+            raise ValueError(
+                f"`rows[{i}]` should be a list [query, positive, negative...] of at least a "
+                f"query and a positive. Received: {row!r:.100}"
+            )
+        for j, text in enumerate(row):
+            field = ("query", "positive")[j] if j < 2 else f"negative {j - 1}"
+            if not isinstance(text, str):
+                raise ValueError(
+                    f"`rows[{i}]` should hold strings; its {field} is "
+                    f"{type(text).__name__} {text!r:.60}"
+                )
+            if j < 2 and not text.strip():
+                raise ValueError(f"`rows[{i}]` has an empty {field}: {row!r:.100}")
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
-            if len(row) < 2:
-                raise ValueError(f"A row needs at least a query and a positive. Received: {row!r}")
             record = {"query": row[0], "positive": row[1], "negatives": list(row[2:])}
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
@@ -351,10 +391,19 @@ def read_retrieval_triplets(path, num_negatives=None):
     """Reads JSON lines written by `write_retrieval_triplets` into a `PairDataset`
     of columns `[queries, positives, negative_1, ...]`.
 
-    Every row must have the same number of negatives unless `num_negatives` is
-    given: then rows are cut to that many and rows with fewer are skipped
-    (counted in `skipped`).
+    Every row must have the same number of negatives unless `num_negatives` (an
+    int >= 0) is given: then rows are cut to that many and rows with fewer are
+    skipped (counted in `skipped`); 0 keeps every row as a (query, positive)
+    pair.
     """
+    if num_negatives is not None and (
+        not isinstance(num_negatives, numbers.Integral) or isinstance(num_negatives, bool)
+        or num_negatives < 0
+    ):
+        raise ValueError(
+            "`num_negatives` should be None or an int >= 0. "
+            f"Received: `num_negatives`={num_negatives!r}"
+        )
     rows, skipped = [], 0
     for line_number, record in _json_objects(path):
         for key in ("query", "positive"):

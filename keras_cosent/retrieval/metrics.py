@@ -27,10 +27,19 @@ document (trec_eval's averaging over judged queries; a judged query missing
 from the run counts 0).
 """
 
+import collections.abc
 import itertools
 import math
+import numbers
 
 import numpy as np
+
+from keras_cosent.retrieval._validation import check_bool
+from keras_cosent.retrieval._validation import check_k_values
+from keras_cosent.retrieval._validation import check_positive_int
+from keras_cosent.retrieval._validation import is_grade
+from keras_cosent.retrieval._validation import is_int
+from keras_cosent.retrieval._validation import some_ids
 
 METRICS = ("ndcg", "mrr", "recall", "precision", "map", "accuracy")
 
@@ -45,8 +54,9 @@ def run_from_top_k(query_ids, corpus_ids, scores, indices, ignore_identical_ids=
     query is also a corpus document, which would otherwise rank first. Search
     one more document than the run should hold.
 
-    `depth` is how many documents each query keeps, the first in rank order;
-    by default every column of `indices`, one fewer with `ignore_identical_ids`.
+    `depth` (a positive int) is how many documents each query keeps, the first
+    in rank order; by default every column of `indices`, one fewer with
+    `ignore_identical_ids`. `indices` are integer positions in `corpus_ids`.
 
     Example:
 
@@ -63,6 +73,14 @@ def run_from_top_k(query_ids, corpus_ids, scores, indices, ignore_identical_ids=
             "`scores` and `indices` should both have shape (len(query_ids), k) = "
             f"({len(query_ids)}, k). Received shapes {scores.shape} and {indices.shape}."
         )
+    if indices.size and not np.issubdtype(indices.dtype, np.integer):
+        raise ValueError(
+            "`indices` should be integer positions in `corpus_ids`. Received an array "
+            f"of dtype {indices.dtype}."
+        )
+    check_bool("ignore_identical_ids", ignore_identical_ids)
+    if depth is not None:
+        depth = check_positive_int("depth", depth)
     if indices.size and (indices.min() < 0 or indices.max() >= len(corpus_ids)):
         raise ValueError(
             f"`indices` should index `corpus_ids` (0 to {len(corpus_ids) - 1}). "
@@ -77,7 +95,7 @@ def run_from_top_k(query_ids, corpus_ids, scores, indices, ignore_identical_ids=
         hits = ((str(corpus_ids[j]), float(s)) for s, j in zip(row_s, row_i))
         if ignore_identical_ids:
             hits = ((d, s) for d, s in hits if d != qid)
-        run[qid] = dict(itertools.islice(hits, int(depth)))
+        run[qid] = dict(itertools.islice(hits, depth))
     return run
 
 
@@ -119,9 +137,13 @@ def retrieval_metrics(run, qrels, k_values=(1, 3, 5, 10, 100), metrics=METRICS, 
     """Mean retrieval metrics of a run against qrels, as trec_eval computes them.
 
     Args:
-        run: `{query_id: {doc_id: score}}` (e.g. from `run_from_top_k`).
-        qrels: `{query_id: {doc_id: int relevance}}`; graded relevance allowed.
-        k_values: cutoffs.
+        run: `{query_id: {doc_id: score}}` (e.g. from `run_from_top_k`), finite
+            scores. Query ids are compared with those of `qrels` exactly (`"1"`
+            is not `1`): at least one query of `qrels` should be in the run. A
+            judged query missing from the run counts 0, as in trec_eval.
+        qrels: `{query_id: {doc_id: int relevance}}`, not empty; graded
+            relevance allowed.
+        k_values: cutoffs, a non-empty sequence of positive ints.
         metrics: names among `ndcg, mrr, recall, precision, map, accuracy`.
         per_query: also return `{query_id: {key: value}}`.
 
@@ -135,12 +157,16 @@ def retrieval_metrics(run, qrels, k_values=(1, 3, 5, 10, 100), metrics=METRICS, 
     >>> out["mrr@2"], out["recall@1"]
     (0.5, 0.0)
     """
+    if isinstance(metrics, str):
+        raise ValueError(
+            f"`metrics` should be a sequence of names among {METRICS}. Received: "
+            f"`metrics`={metrics!r} (write [{metrics!r}] for one)"
+        )
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ValueError(f"Unknown metric(s) {unknown}; expected names among {METRICS}.")
-    k_values = [int(k) for k in k_values]
-    if any(k < 1 for k in k_values):
-        raise ValueError(f"`k_values` should be positive integers. Received: {k_values}")
+    k_values = check_k_values(k_values)
+    _check_run_and_qrels(run, qrels)
     totals = {f"{m}@{k}": 0.0 for m in metrics for k in k_values}
     per = {}
     count = 0
@@ -163,21 +189,63 @@ def retrieval_metrics(run, qrels, k_values=(1, 3, 5, 10, 100), metrics=METRICS, 
     return (means, per) if per_query else means
 
 
+def _check_run_and_qrels(run, qrels):
+    """Refuses what would score silently wrong: no query in common, non-finite scores."""
+    for name, value in (("run", run), ("qrels", qrels)):
+        if not isinstance(value, collections.abc.Mapping):
+            raise TypeError(
+                f"`{name}` should be a mapping {{query_id: {{doc_id: ...}}}}. "
+                f"Received: `{name}` of type {type(value).__name__}"
+            )
+        for qid, docs in value.items():
+            if not isinstance(docs, collections.abc.Mapping):
+                raise TypeError(
+                    f"`{name}` should map each query id to a mapping {{doc_id: ...}}. "
+                    f"Received: `{name}`[{qid!r}] of type {type(docs).__name__}"
+                )
+    if not qrels:
+        raise ValueError("`qrels` should judge at least one query. Received: `qrels`={}")
+    for qid, judged in qrels.items():
+        for doc_id, grade in judged.items():
+            if not is_grade(grade):
+                raise ValueError(
+                    f"`qrels` should hold int relevance grades. Received: {grade!r} for "
+                    f"query {qid!r}, document {doc_id!r}"
+                )
+    if not any(grade >= 1 for judged in qrels.values() for grade in judged.values()):
+        raise ValueError(
+            "No query of `qrels` has a relevant document (score >= 1), so no query would "
+            "be scored."
+        )
+    if not any(qid in run for qid in qrels):
+        raise ValueError(
+            "No query id of `qrels` is in `run`, so no query would be scored. `qrels` "
+            f"has ids such as {some_ids(qrels)}; `run` has {some_ids(run)}. Ids are "
+            "compared exactly: key both by the same type (BEIR's ids are str)."
+        )
+    for qid, docs in run.items():
+        for doc_id, score in docs.items():
+            if (isinstance(score, (bool, np.bool_)) or not isinstance(score, numbers.Real)
+                    or not math.isfinite(score)):
+                raise ValueError(
+                    f"`run` should hold finite scores. Received: {score!r} for query "
+                    f"{qid!r}, document {doc_id!r}"
+                )
+
+
 def v_measure(embeddings, labels, num_clusters=None, seed=0, batch_size=None):
     """V-measure of k-means clusters of `embeddings` against `labels` (as MTEB).
 
-    Uses scikit-learn's `KMeans` (n_init=10, seeded) and `v_measure_score`;
-    `num_clusters` defaults to the number of distinct labels.
-    """
-    try:
-        from sklearn.cluster import KMeans
-        from sklearn.metrics import v_measure_score
-    except ImportError as error:
-        raise ImportError(
-            f"`v_measure` needs scikit-learn ({error}): "
-            'pip install "keras-cosent[clustering]"'
-        ) from error
+    Uses scikit-learn's `KMeans` (n_init=10, seeded) and `v_measure_score`.
 
+    Args:
+        embeddings: `(n, dim)` array, one row per text.
+        labels: one label per row; at least 2 distinct ones (with a single
+            class, a single cluster scores 1.0 whatever the embeddings).
+        num_clusters: a positive int, at most `n`; defaults to the number of
+            distinct labels.
+        seed: seeds `KMeans`.
+    """
     embeddings = np.asarray(embeddings, dtype=np.float32)
     labels = np.asarray(labels)
     if embeddings.ndim != 2 or embeddings.shape[0] != labels.shape[0]:
@@ -187,7 +255,28 @@ def v_measure(embeddings, labels, num_clusters=None, seed=0, batch_size=None):
         )
     if len(labels) < 2:
         raise ValueError(f"`v_measure` needs at least 2 labelled texts. Received {len(labels)}.")
+    distinct = np.unique(labels)
+    if len(distinct) < 2:
+        raise ValueError(
+            "`labels` should hold at least 2 distinct labels: clustering needs at least 2 "
+            f"classes. Received: every label is {distinct[0].item()!r}"
+        )
     if num_clusters is None:
-        num_clusters = len(np.unique(labels))
-    clusters = KMeans(n_clusters=num_clusters, n_init=10, random_state=seed).fit_predict(embeddings)
+        num_clusters = len(distinct)
+    elif not is_int(num_clusters) or not 1 <= num_clusters <= len(labels):
+        raise ValueError(
+            f"`num_clusters` should be a positive int, at most the {len(labels)} texts. "
+            f"Received: `num_clusters`={num_clusters!r}"
+        )
+    try:
+        from sklearn.cluster import KMeans
+        from sklearn.metrics import v_measure_score
+    except ImportError as error:
+        raise ImportError(
+            f"`v_measure` needs scikit-learn ({error}): "
+            'pip install "keras-cosent[clustering]"'
+        ) from error
+
+    kmeans = KMeans(n_clusters=int(num_clusters), n_init=10, random_state=seed)
+    clusters = kmeans.fit_predict(embeddings)
     return float(v_measure_score(labels, clusters))

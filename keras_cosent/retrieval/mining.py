@@ -24,18 +24,73 @@ own as off limits, as BEIR's search does: in sets whose queries are corpus
 documents too (ArguAna, Quora) it is the query itself, the worst negative.
 """
 
+import collections.abc
+
 import numpy as np
 
+from keras_cosent.retrieval._validation import check_bool
+from keras_cosent.retrieval._validation import check_encoder
+from keras_cosent.retrieval._validation import check_finite_number
+from keras_cosent.retrieval._validation import check_non_negative_int
+from keras_cosent.retrieval._validation import check_positive_int
+from keras_cosent.retrieval._validation import is_int
+from keras_cosent.retrieval._validation import some_ids
 from keras_cosent.retrieval.search import _normalize
 from keras_cosent.retrieval.search import _normalized_chunks
 from keras_cosent.retrieval.search import top_k
 
 
 def _as_ids_and_texts(items, what):
-    if isinstance(items, dict):
+    if isinstance(items, collections.abc.Mapping):
         return [str(i) for i in items], [str(t) for t in items.values()]
+    if isinstance(items, (str, bytes)) or not isinstance(items, collections.abc.Iterable):
+        raise TypeError(
+            f"`{what}` should be a mapping {{id: text}} or a list of texts. "
+            f"Received: `{what}` of type {type(items).__name__}"
+        )
     items = [str(t) for t in items]
     return [str(i) for i in range(len(items))], items
+
+
+def _positions(positives, num_queries, num_docs):
+    """The list form of `positives` checked: one list of corpus positions per query."""
+    if isinstance(positives, (str, bytes)) or not isinstance(positives, collections.abc.Iterable):
+        raise TypeError(
+            "`positives` should be qrels {query_id: {doc_id: score}} or one list of corpus "
+            f"indices per query. Received: `positives` of type {type(positives).__name__}"
+        )
+    positives = list(positives)
+    if len(positives) != num_queries:
+        raise ValueError(
+            f"`positives` should have one list per query ({num_queries}). "
+            f"Received {len(positives)}."
+        )
+    checked = []
+    for i, row in enumerate(positives):
+        if isinstance(row, (str, bytes)) or not isinstance(row, collections.abc.Iterable):
+            raise ValueError(
+                f"`positives[{i}]` should be a list of corpus indices. Received: {row!r}"
+            )
+        row = list(row)
+        bad = [j for j in row if not is_int(j) or not 0 <= j < num_docs]
+        if bad:
+            raise ValueError(
+                f"`positives[{i}]` should hold corpus indices, ints from 0 to {num_docs - 1}. "
+                f"Received: {bad[0]!r}"
+            )
+        checked.append([int(j) for j in row])
+    return checked
+
+
+def _check_embeddings(embeddings, count, name, what):
+    """`embeddings` as an array, or raises unless it is 2-D with one row per text."""
+    embeddings = np.asarray(embeddings)
+    if embeddings.ndim != 2 or embeddings.shape[0] != count:
+        raise ValueError(
+            f"{name} should have one row per text of `{what}`: shape ({count}, dim). "
+            f"Received shape {embeddings.shape}."
+        )
+    return embeddings
 
 
 def _random_fill(rng, corpus_size, count, accept, acceptable):
@@ -83,13 +138,20 @@ def mine_hard_negatives(
     Args:
         queries: `{query_id: text}` or a list of texts (ids are their positions).
         corpus: `{doc_id: text}` or a list of texts.
-        positives: qrels `{query_id: {doc_id: score}}` (score >= 1 is a positive)
-            or, for lists, one list of positive corpus indices per query.
+        positives: qrels `{query_id: {doc_id: score}}` (score >= 1 is a positive;
+            ids compared as str, like those of `queries` and `corpus`) or, for
+            lists, one list of positive corpus indices (ints from 0 to
+            `len(corpus) - 1`) per query.
         encoder: object with `encode(texts, batch_size=...)`; not needed when
             both `query_embeddings` and `corpus_embeddings` are given.
-        num_negatives: negatives per row.
-        range_min, range_max: rank window (0-based, known positives removed).
-        margin: absolute margin below the positive's score, or `None`.
+        query_embeddings, corpus_embeddings: precomputed `(len(queries), dim)`
+            and `(len(corpus), dim)` arrays, rows in the order of `queries`
+            and `corpus`.
+        num_negatives: negatives per row, a positive int.
+        range_min, range_max: rank window (0-based, known positives removed),
+            ints with `0 <= range_min < range_max`.
+        margin: absolute margin below the positive's score (a finite number),
+            or `None`.
         relative_margin: relative margin in [0, 1), or `None`.
         sampling: `"top"` or `"random"` (seeded by `seed`).
         fill: `None` (a row keeps the negatives it found) or `"random"`
@@ -123,19 +185,39 @@ def mine_hard_negatives(
         raise ValueError(f"`sampling` should be 'top' or 'random'. Received: {sampling!r}")
     if fill not in (None, "random"):
         raise ValueError(f"`fill` should be None or 'random'. Received: {fill!r}")
-    if not 0 <= int(range_min) < int(range_max):
+    range_min = check_non_negative_int("range_min", range_min)
+    range_max = check_positive_int("range_max", range_max)
+    if not range_min < range_max:
         raise ValueError(
             f"Expected 0 <= range_min < range_max. Received: range_min={range_min}, "
             f"range_max={range_max}"
         )
-    if int(num_negatives) < 1:
-        raise ValueError(f"`num_negatives` should be >= 1. Received: {num_negatives}")
-    if relative_margin is not None and not 0 <= relative_margin < 1:
+    num_negatives = check_positive_int("num_negatives", num_negatives)
+    if margin is not None:
+        margin = check_finite_number("margin", margin)
+    if relative_margin is not None and not 0 <= check_finite_number(
+            "relative_margin", relative_margin) < 1:
         raise ValueError(f"`relative_margin` should be in [0, 1). Received: {relative_margin}")
+    check_encoder(encoder)
+    batch_size = check_positive_int("batch_size", batch_size)
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    check_bool("use_faiss", use_faiss, allow_none=True)
+    ignore_identical_ids = check_bool("ignore_identical_ids", ignore_identical_ids)
     query_ids, query_texts = _as_ids_and_texts(queries, "queries")
     doc_ids, doc_texts = _as_ids_and_texts(corpus, "corpus")
+    if not doc_ids:
+        raise ValueError("`corpus` should hold at least one document. Received: 0 documents.")
     doc_index = {d: i for i, d in enumerate(doc_ids)}
-    if isinstance(positives, dict):
+    if isinstance(positives, collections.abc.Mapping):
+        # Ids compared as str, as those of `queries` and `corpus` are.
+        positives = {str(q): {str(d): s for d, s in judged.items()}
+                     for q, judged in positives.items()}
+        if positives and not any(qid in positives for qid in query_ids):
+            raise ValueError(
+                "No query id of `positives` is a query of `queries`, so no row would be "
+                f"mined. `positives` has ids such as {some_ids(positives)}; `queries` has "
+                f"{some_ids(query_ids)}."
+            )
         positive_index = []
         for qid in query_ids:
             judged = positives.get(qid, {})
@@ -144,23 +226,28 @@ def mine_hard_negatives(
                 raise ValueError(f"qrels of query {qid!r} name unknown documents {missing[:5]}")
             positive_index.append([doc_index[d] for d, s in judged.items() if s >= 1])
     else:
-        positive_index = [[int(j) for j in p] for p in positives]
-        if len(positive_index) != len(query_ids):
-            raise ValueError(
-                f"`positives` should have one list per query ({len(query_ids)}). "
-                f"Received {len(positive_index)}."
-            )
+        positive_index = _positions(positives, len(query_ids), len(doc_ids))
+    # Precomputed embeddings are checked before the encoder computes the other side.
+    if query_embeddings is not None:
+        query_embeddings = _check_embeddings(
+            query_embeddings, len(query_ids), "`query_embeddings`", "queries")
+    if corpus_embeddings is not None:
+        corpus_embeddings = _check_embeddings(
+            corpus_embeddings, len(doc_ids), "`corpus_embeddings`", "corpus")
     if query_embeddings is None or corpus_embeddings is None:
         if encoder is None:
             raise ValueError("Pass `encoder=` or both `query_embeddings` and `corpus_embeddings`.")
         if query_embeddings is None:
-            query_embeddings = encoder.encode(query_texts, batch_size=batch_size)
+            query_embeddings = _check_embeddings(
+                encoder.encode(query_texts, batch_size=batch_size), len(query_ids),
+                "`encoder.encode(queries)`", "queries")
         if corpus_embeddings is None:
-            corpus_embeddings = encoder.encode(doc_texts, batch_size=batch_size)
+            corpus_embeddings = _check_embeddings(
+                encoder.encode(doc_texts, batch_size=batch_size), len(doc_ids),
+                "`encoder.encode(corpus)`", "corpus")
     q = _normalize(query_embeddings)
     # The corpus is normalised where it is read (a row, or top_k's chunks), never
     # copied whole: the same values as normalising it once, at a chunk's memory.
-    corpus_embeddings = np.asarray(corpus_embeddings)
     num_docs = corpus_embeddings.shape[0]
 
     def cosine(qi, j):
@@ -173,7 +260,7 @@ def mine_hard_negatives(
 
     max_pos = max((len(p) for p in positive_index), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
-    k = min(int(range_max) + max_pos + bool(ignore_identical_ids), num_docs)
+    k = min(range_max + max_pos + ignore_identical_ids, num_docs)
     # top_k normalises both sides as `q` and `cosine` do, so its scores compare
     # exactly with theirs.
     scores, indices = top_k(query_embeddings, corpus_embeddings, k, chunk_size=chunk_size,
@@ -185,7 +272,7 @@ def mine_hard_negatives(
         off_limits = pos_set | ({own[qi]} if own[qi] is not None else set())
         candidates = [
             (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in off_limits
-        ][int(range_min) : int(range_max)]
+        ][range_min:range_max]
         for p in pos:
             pos_score = cosine(qi, p)
 
@@ -224,6 +311,6 @@ def mine_hard_negatives(
         "short_rows": short_rows,
         "short_queries": len(short_queries),
         "filled_rows": filled_rows,
-        "num_negatives": int(num_negatives),
+        "num_negatives": num_negatives,
     }
     return rows, report

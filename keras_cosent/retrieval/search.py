@@ -17,6 +17,9 @@ ties keep the lowest corpus index. With `use_faiss=True` (or `None` when
 
 import numpy as np
 
+from keras_cosent.retrieval._validation import check_bool
+from keras_cosent.retrieval._validation import check_positive_int
+
 
 def _normalize(x):
     x = np.asarray(x, dtype=np.float32)
@@ -112,16 +115,16 @@ def top_k(
     Args:
         query_embeddings: array `(num_queries, dim)`.
         corpus_embeddings: array `(num_docs, dim)`.
-        k: how many results per query (clipped to `num_docs`).
-        chunk_size: corpus rows scored at once.
-        query_chunk_size: query rows scored at once. Peak extra memory is about
+        k: how many results per query, a positive int (clipped to `num_docs`).
+        chunk_size: corpus rows scored at once, a positive int.
+        query_chunk_size: query rows scored at once, a positive int. Peak extra memory is about
             `query_chunk_size * chunk_size * 13` bytes (the scores, the
             partition's int64 order and a mask): 55 MB at the defaults, plus
             one normalised float32 chunk of the corpus; the corpus is never
             copied whole.
-        normalize: L2-normalise both sides first (cosine similarity).
+        normalize: bool, L2-normalise both sides first (cosine similarity).
         use_faiss: `True` to use `faiss.IndexFlatIP` (exact), `None` to use it
-            when installed, `False` (default) for the NumPy path.
+            when installed, `False` (default) for the NumPy path; nothing else.
 
     Returns:
         `(scores, indices)`, float32 and int64 arrays of shape `(num_queries, k)`,
@@ -145,11 +148,10 @@ def top_k(
         )
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"`k` should be a positive integer. Received: k={k!r}")
-    if int(chunk_size) < 1 or int(query_chunk_size) < 1:
-        raise ValueError(
-            "`chunk_size` and `query_chunk_size` should be positive. Received: "
-            f"chunk_size={chunk_size}, query_chunk_size={query_chunk_size}"
-        )
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    query_chunk_size = check_positive_int("query_chunk_size", query_chunk_size)
+    check_bool("normalize", normalize)
+    check_bool("use_faiss", use_faiss, allow_none=True)
     k = min(int(k), corpus.shape[0])
     if normalize:
         queries = _normalize(queries)

@@ -135,3 +135,106 @@ def test_ignore_identical_ids_searches_one_deeper_than_the_deepest_cut():
     assert out["recall@100"] == 1.0 and out["map@100"] == pytest.approx(0.01)
     out = RetrievalEvaluator({"q0": "a0"}, corpus, qrels, encoder=AngleEncoder()).evaluate()
     assert out["recall@100"] == 0.0  # ranked with itself, the relevant one is 101st
+
+
+Q, C, QR = {"q1": "a0"}, {"d1": "a10", "d2": "a90"}, {"q1": {"d1": 1}}
+
+
+@pytest.mark.parametrize("args, kwargs, error, match", [
+    ((["a0"], C, QR), {}, TypeError,
+     r"`queries` should be a mapping \{id: text\} \(e.g. a dict\). Received: `queries` of "
+     "type list"),
+    ((Q, ["a10"], QR), {}, TypeError, "`corpus` should be a mapping.*of type list"),
+    ((Q, C, [("q1", "d1", 1)]), {}, TypeError, "`qrels` should be a mapping"),
+    ((Q, C, {"q1": {"d1": 1.5}}), {}, ValueError, "`qrels` should hold int relevance grades. "
+                                                  "Received: 1.5 for query 'q1', document 'd1'"),
+    (({"q1": 3}, C, QR), {}, ValueError, r"`queries` should map ids to texts \(str\). "
+                                          r"Received: `queries`\['q1'\]=3"),
+    (({1: "a0", "1": "a1"}, C, {1: {"d1": 1}}), {}, ValueError,
+     "`queries` holds two ids that are equal as strings.*1 and '1'"),
+    ((Q, {}, QR), {}, ValueError, "`corpus` should hold at least one document"),
+    ((Q, C, {"q2": {"d1": 1}}), {}, ValueError,
+     r"`qrels` name 1 queries that `queries` lacks.*\['q2'\]"),
+    ((Q, C, {"q1": {"dX": 1, "d1": 1}}), {}, ValueError,
+     r"`qrels` judge 1 document\(s\) that `corpus` lacks.*\('q1', 'dX'\).*"
+     "unknown_documents='keep'"),
+    ((Q, C, QR), {"unknown_documents": "report"}, ValueError,
+     "`unknown_documents` should be 'error' or 'keep'"),
+    ((Q, C, QR), {"batch_size": 0}, ValueError, "`batch_size` should be a positive int. "
+                                                "Received: `batch_size`=0"),
+    ((Q, C, QR), {"chunk_size": 0}, ValueError, "`chunk_size`=0"),
+    ((Q, C, QR), {"chunk_size": 2.5}, ValueError, "`chunk_size`=2.5"),
+    ((Q, C, QR), {"k_values": [0]}, ValueError, r"`k_values` should be a non-empty sequence of "
+                                                r"positive ints.*\(0 is not one\)"),
+    ((Q, C, QR), {"k_values": 10}, ValueError, "`k_values`=10"),
+    ((Q, C, QR), {"verbose": 5}, ValueError, "`verbose` should be 0 or 1. Received: `verbose`=5"),
+    ((Q, C, QR), {"use_faiss": "no"}, ValueError, "`use_faiss` should be a bool"),
+    ((Q, C, QR), {"ignore_identical_ids": "no"}, ValueError, "`ignore_identical_ids` should be"),
+    ((Q, C, QR), {"encoder": "all-MiniLM-L6-v2"}, ValueError,
+     "`encoder` should be an object with an `encode.*not a string.*'all-MiniLM-L6-v2'"),
+])
+def test_arguments_are_refused_at_construction_not_after_an_epoch(args, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        RetrievalEvaluator(*args, **kwargs)
+
+
+def test_int_ids_name_the_same_queries_and_documents_as_their_strings():
+    as_str = RetrievalEvaluator({"1": "a0"}, {"10": "a10", "90": "a90"}, {"1": {"90": 1}},
+                                encoder=AngleEncoder()).evaluate()
+    as_int = RetrievalEvaluator({1: "a0"}, {10: "a10", 90: "a90"}, {1: {90: 1}},
+                                encoder=AngleEncoder()).evaluate()
+    assert as_int == as_str and as_int["mrr@10"] == 0.5  # the relevant one ranks second
+
+
+def test_documents_the_corpus_lacks_count_relevant_and_never_retrieved_when_kept(tmp_path):
+    # As BEIR scores ArguAna, whose qrels judge a document its corpus lacks: pytrec_eval on
+    # the full run with the full qrels is the reference.
+    corpus = {f"d{i}": f"a{10 * i}" for i in range(6)}
+    queries = {"q0": "a0", "q1": "a50"}
+    qrels = {"q0": {"d1": 1, "gone": 2}, "q1": {"d4": 1}}
+    with pytest.raises(ValueError, match=r"\('q0', 'gone'\)"):
+        RetrievalEvaluator(queries, corpus, qrels, encoder=AngleEncoder())
+    evaluator = RetrievalEvaluator(queries, corpus, qrels, encoder=AngleEncoder(),
+                                   unknown_documents="keep")
+    assert evaluator.unknown_judgements == [("q0", "gone")]
+    ours = evaluator.evaluate()
+    encoder = AngleEncoder()
+    q, c = encoder.encode(list(queries.values())), encoder.encode(list(corpus.values()))
+    run = {qid: {d: float(s) for d, s in zip(corpus, row)}
+           for qid, row in zip(queries, q @ c.T)}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.10"}).evaluate(run)
+    assert ours["recall@10"] == pytest.approx(np.mean([r["recall_10"] for r in ref.values()]))
+    assert ours["ndcg@10"] == pytest.approx(np.mean([r["ndcg_cut_10"] for r in ref.values()]))
+    assert ours["recall@10"] == 0.75  # q0 finds d1 of its two relevant documents
+
+    # A split read with unknown_ids="report" (the reader warned) is scored so by from_dataset;
+    # one built by hand, or read with "error", is refused.
+    dataset = RetrievalDataset(corpus, queries, qrels, unknown_ids="report")
+    assert RetrievalEvaluator.from_dataset(dataset, encoder=AngleEncoder()).evaluate() == ours
+    with pytest.raises(ValueError, match="`corpus` lacks"):
+        RetrievalEvaluator.from_dataset(RetrievalDataset(corpus, queries, qrels))
+    with pytest.raises(ValueError, match="`corpus` lacks"):
+        RetrievalEvaluator.from_dataset(dataset, unknown_documents="error")
+
+
+class NanEncoder(AngleEncoder):
+    def encode(self, texts, batch_size=32):
+        out = super().encode(texts, batch_size)
+        out[-1] = np.nan
+        return out
+
+
+def test_non_finite_embeddings_are_named_and_score_nan_not_a_ranking():
+    # As the Spearman metrics do: a diverged model's figures are NaN, with a
+    # warning naming the first bad text, so the run's own NaN-loss check stops it.
+    evaluator = RetrievalEvaluator(Q, C, QR, encoder=NanEncoder())
+    with pytest.warns(UserWarning, match=r"`encoder.encode` returned non-finite values \(NaN or "
+                                         r"inf\) for 1 of the 1 texts of `queries` \(first: id "
+                                         "'q1'\\)"):
+        values, per = evaluator.evaluate(per_query=True)
+    assert values and all(np.isnan(v) for v in values.values())
+    assert all(np.isnan(v) for row in per.values() for v in row.values())
+    logs = {}
+    with pytest.warns(UserWarning):
+        evaluator.on_epoch_end(0, logs)
+    assert np.isnan(logs["ir_dev_ndcg@10"])

@@ -271,3 +271,26 @@ def test_missing_encoder_raises():
     evaluator.set_model(keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]))
     with pytest.raises(ValueError, match="has no `encoder` attribute"):
         evaluator.evaluate()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"encoder": "all-MiniLM-L6-v2"},
+     "`encoder` should be an object with an `encode.*not a string.*'all-MiniLM-L6-v2'"),
+    ({"encoder": b"model"}, "not a string"),
+    ({"csv_path": "/missing/dir/x.csv"}, "`csv_path` should name a file in an existing "
+                                         "directory: there is no directory '/missing/dir'. "
+                                         "Received: `csv_path`='/missing/dir/x.csv'"),
+    ({"csv_path": 3}, "`csv_path` should be a file path or None. Received: `csv_path`=3"),
+    ({"csv_path": ""}, "it is empty"),
+])
+def test_encoder_and_csv_path_are_checked_at_construction(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SpearmanEvaluator([("a", "b"), ("c", "d")], [1.0, 2.0], **kwargs)
+
+
+def test_csv_path_naming_a_directory_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="`csv_path` should name a file.*it is a directory"):
+        SpearmanEvaluator([("a", "b"), ("c", "d")], [1.0, 2.0], csv_path=tmp_path)
+    evaluator = SpearmanEvaluator([("a", "b"), ("c", "d")], [1.0, 2.0],
+                                  csv_path=tmp_path / "new.csv")
+    assert evaluator.csv_path == str(tmp_path / "new.csv")

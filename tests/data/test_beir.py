@@ -234,3 +234,54 @@ def test_triplets_all_shorter_than_asked_say_so(tmp_path):
     with pytest.raises(DataFormatError, match=r"t\.jsonl: no rows: all 2 have fewer than 3 "
                                               r"negatives"):
         read_retrieval_triplets(path, num_negatives=3)
+
+
+def test_the_reader_s_unknown_ids_mode_travels_with_the_dataset(tmp_path):
+    # RetrievalEvaluator.from_dataset keeps judgements of missing documents only for "report".
+    folder = make_folder(tmp_path, qrels=["query-id\tcorpus-id\tscore", "q1\td1\t1",
+                                          "q2\td404\t1", "q2\td2\t1"])
+    with pytest.warns(UserWarning, match="d404"):
+        ds = read_beir(folder, "test", unknown_ids="report")
+    assert ds.unknown_ids == "report"
+    assert ds.judged_in_corpus().unknown_ids == "report"
+    assert all(part.unknown_ids == "report" for part in hold_out_queries(ds, 1))
+    (tmp_path / "plain").mkdir()
+    plain = make_folder(tmp_path / "plain", qrels=["query-id\tcorpus-id\tscore", "q1\td1\t1"])
+    assert read_beir(plain, "test").unknown_ids == "error"
+    assert RetrievalDataset({}, {}, {}).unknown_ids == "error"  # built by hand
+
+
+@pytest.mark.parametrize("rows, match", [
+    ([["q", "p", "n"], ["q"]], r"`rows\[1\]` should be a list \[query, positive, negative...\] "
+                               r"of at least a query and a positive. Received: \['q'\]"),
+    ([["q", "p", None]], r"`rows\[0\]` should hold strings; its negative 1 is NoneType None"),
+    ([["q", 3]], r"`rows\[0\]` should hold strings; its positive is int 3"),
+    (["qpn"], r"`rows\[0\]` should be a list.*Received: 'qpn'"),
+    ([("q", "p"), ["q", "  "]], r"`rows\[1\]` has an empty positive"),
+    ([["", "p"]], r"`rows\[0\]` has an empty query"),
+    ("qpn", "`rows` should be a sequence of .* Received: `rows` of type str"),
+])
+def test_write_retrieval_triplets_checks_every_row_before_writing(tmp_path, rows, match):
+    path = tmp_path / "t.jsonl"
+    with pytest.raises(ValueError, match=match):
+        write_retrieval_triplets(rows, path)
+    assert not path.exists()  # no half-written file
+
+
+def test_write_retrieval_triplets_takes_tuples_generators_and_empty_negatives(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_retrieval_triplets((tuple(r) for r in [["q", "p", ""], ["q2", "p2", "n"]]), path)
+    assert read_retrieval_triplets(path).columns == [["q", "q2"], ["p", "p2"], ["", "n"]]
+
+
+@pytest.mark.parametrize("num_negatives", [-1, 1.5, True, "1"])
+def test_read_retrieval_triplets_num_negatives_is_none_or_an_int_from_zero(tmp_path,
+                                                                           num_negatives):
+    path = tmp_path / "t.jsonl"
+    write_retrieval_triplets([["q", "p", "n1"], ["q2", "p2"]], path)
+    with pytest.raises(ValueError, match=rf"`num_negatives` should be None or an int >= 0. "
+                                         rf"Received: `num_negatives`={num_negatives!r}"):
+        read_retrieval_triplets(path, num_negatives=num_negatives)
+    # 0 (the training recipe's --mine-negatives 0) keeps every row as a (query, positive) pair.
+    pairs = read_retrieval_triplets(path, num_negatives=0)
+    assert pairs.columns == [["q", "q2"], ["p", "p2"]] and pairs.skipped == 0

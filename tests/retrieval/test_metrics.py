@@ -183,3 +183,75 @@ def test_v_measure_needs_two_texts():
 
     with pytest.raises(ValueError, match="at least 2 labelled texts. Received 0"):
         v_measure(np.zeros((0, 8)), [])
+
+
+@pytest.mark.parametrize("k_values, shown", [
+    (10, "`k_values`=10"), ([2.7], r"\[2.7\] \(2.7 is not one\)"), ([True], r"\(True is not one\)"),
+    ([0], r"\(0 is not one\)"), ([], r"`k_values`=\[\]"), ("10", "`k_values`='10'"),
+])
+def test_k_values_must_be_positive_ints(k_values, shown):
+    with pytest.raises(ValueError, match=rf"`k_values` should be a non-empty sequence of "
+                                         rf"positive ints.*{shown}"):
+        retrieval_metrics({"q": {"d": 1.0}}, {"q": {"d": 1}}, k_values=k_values)
+
+
+@pytest.mark.parametrize("run, qrels, match", [
+    # Ids compared exactly: an int key never meets a str one, and nothing would be scored.
+    ({"1": {"d1": 0.9}}, {1: {"d1": 1}},
+     r"No query id of `qrels` is in `run`.*\[1\] \(int\); `run` has \['1'\] \(str\)"),
+    ({}, {"q": {"d": 1}}, r"No query id of `qrels` is in `run`.*`run` has none"),
+    ({"q": {"d": 1.0}}, {}, r"`qrels` should judge at least one query. Received: `qrels`=\{\}"),
+    ({"q": {"d": 1.0}}, {"q": {"d": 0}}, "No query of `qrels` has a relevant document"),
+    ({"q": {"d": 1.0}}, {"q": {"d": "1"}}, "`qrels` should hold int relevance grades. "
+                                            "Received: '1' for query 'q', document 'd'"),
+    ({"q": {"d": float("nan"), "e": 0.5}}, {"q": {"d": 1}},
+     "`run` should hold finite scores. Received: nan for query 'q', document 'd'"),
+    ({"q": {"d": 0.5, "e": float("inf")}}, {"q": {"d": 1}}, "inf for query 'q', document 'e'"),
+    ({"q": {"d": 0.5, "e": None}}, {"q": {"d": 1}}, "None for query 'q', document 'e'"),
+    (["q"], {"q": {"d": 1}}, "`run` should be a mapping"),
+    ({"q": ["d"]}, {"q": {"d": 1}}, r"`run`\['q'\] of type list"),
+])
+def test_runs_and_qrels_that_would_score_silently_wrong_are_refused(run, qrels, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        retrieval_metrics(run, qrels, k_values=[1])
+
+
+def test_a_run_lacking_some_judged_queries_scores_them_zero_as_trec_eval():
+    # pytrec_eval leaves a query missing from the run out; trec_eval -c (and we) count it 0.
+    run, qrels = {"a": {"d": 1.0}}, {"a": {"d": 1}, "b": {"d": 1}}
+    assert pytrec_eval.RelevanceEvaluator(qrels, {"P.1"}).evaluate(run)["a"]["P_1"] == 1.0
+    assert retrieval_metrics(run, qrels, k_values=[1])["precision@1"] == 0.5
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"depth": -1}, "`depth` should be a positive int. Received: `depth`=-1"),
+    ({"depth": 1.5}, "`depth`=1.5"),
+    ({"depth": 0}, "`depth`=0"),
+    ({"indices": [[0.0, 1.0]]}, "`indices` should be integer positions.*float64"),
+    ({"ignore_identical_ids": "no"}, "`ignore_identical_ids` should be a bool"),
+])
+def test_run_from_top_k_refuses_bad_depth_and_indices(kwargs, match):
+    arguments = {"query_ids": ["q"], "corpus_ids": ["a", "b"], "scores": [[1.0, 0.5]],
+                 "indices": [[0, 1]], **kwargs}
+    with pytest.raises(ValueError, match=match):
+        run_from_top_k(**arguments)
+
+
+@pytest.mark.parametrize("labels, kwargs, match", [
+    (["a"] * 4, {}, "`labels` should hold at least 2 distinct labels: clustering needs at "
+                    "least 2 classes. Received: every label is 'a'"),
+    (["a", "a", "b", "b"], {"num_clusters": 0}, "`num_clusters` should be a positive int, "
+                                                 "at most the 4 texts. Received: `num_clusters`=0"),
+    (["a", "a", "b", "b"], {"num_clusters": 2.0}, "`num_clusters`=2.0"),
+    (["a", "a", "b", "b"], {"num_clusters": 5}, "`num_clusters`=5"),
+])
+def test_v_measure_refuses_one_class_and_bad_cluster_counts(labels, kwargs, match):
+    from keras_cosent.retrieval import v_measure
+
+    with pytest.raises(ValueError, match=match):
+        v_measure(np.eye(4), labels, **kwargs)
+
+
+def test_metrics_as_one_string_is_refused_not_split_into_letters():
+    with pytest.raises(ValueError, match=r"`metrics` should be a sequence.*\['ndcg'\] for one"):
+        retrieval_metrics({"q": {"d": 1.0}}, {"q": {"d": 1}}, k_values=[1], metrics="ndcg")

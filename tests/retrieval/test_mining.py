@@ -190,3 +190,81 @@ def test_ignore_identical_ids_searches_one_deeper():
         num_negatives=3, range_max=3)
     assert rows[0][2:] == ["text unlabelled_dup", "text other_pos", "text n1"]
     assert report["short_rows"] == 0
+
+
+def mine_lists(positives=((0,),), **kwargs):
+    arguments = dict(query_embeddings=np.ones((1, 2)), corpus_embeddings=np.eye(3)[:, :2] + 0.1)
+    arguments.update(kwargs)
+    return mine_hard_negatives(["q"], ["a", "b", "c"], [list(p) for p in positives],
+                               **arguments)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"query_embeddings": np.ones((2, 2))},
+     r"`query_embeddings` should have one row per text of `queries`: shape \(1, dim\). "
+     r"Received shape \(2, 2\)"),
+    ({"corpus_embeddings": np.ones((4, 2))},
+     r"`corpus_embeddings` should have one row per text of `corpus`: shape \(3, dim\). "
+     r"Received shape \(4, 2\)"),
+    ({"corpus_embeddings": np.ones((2, 2))}, r"Received shape \(2, 2\)"),
+    ({"corpus_embeddings": np.ones(3)}, r"Received shape \(3,\)"),
+    ({"positives": [(7,)]}, r"`positives\[0\]` should hold corpus indices, ints from 0 to 2. "
+                            "Received: 7"),
+    ({"positives": [(-1,)]}, r"`positives\[0\]`.*Received: -1"),
+    ({"positives": [(1.0,)]}, r"`positives\[0\]`.*Received: 1.0"),
+    ({"positives": [(0,), (1,)]}, r"one list per query \(1\). Received 2"),
+    ({"num_negatives": 1.9}, "`num_negatives` should be a positive int. "
+                             "Received: `num_negatives`=1.9"),
+    ({"num_negatives": 0}, "`num_negatives`=0"),
+    ({"range_max": 2.5}, "`range_max` should be a positive int"),
+    ({"range_min": -1}, "`range_min` should be an int >= 0"),
+    ({"margin": float("nan")}, "`margin` should be a finite number. Received: `margin`=nan"),
+    ({"relative_margin": float("nan")}, "`relative_margin` should be a finite number"),
+    ({"relative_margin": 1.0}, r"`relative_margin` should be in \[0, 1\)"),
+    ({"use_faiss": "no"}, "`use_faiss` should be a bool"),
+    ({"ignore_identical_ids": "yes"}, "`ignore_identical_ids` should be a bool"),
+    ({"chunk_size": 0}, "`chunk_size` should be a positive int"),
+])
+def test_arguments_are_checked_before_any_search(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        mine_lists(**kwargs)
+
+
+class CountingEncoder:
+    def __init__(self, rows=None):
+        self.calls, self.rows = 0, rows
+
+    def encode(self, texts, batch_size=32):
+        self.calls += 1
+        return np.ones((self.rows or len(texts), 2))
+
+
+def test_precomputed_embeddings_are_checked_before_encoding_the_other_side():
+    encoder = CountingEncoder()
+    with pytest.raises(ValueError, match="`corpus_embeddings` should have one row"):
+        mine_hard_negatives(["q"], ["a", "b", "c"], [[0]], encoder=encoder,
+                            corpus_embeddings=np.ones((2, 2)))
+    assert encoder.calls == 0
+    with pytest.raises(ValueError, match=r"`encoder.encode\(queries\)` should have one row "
+                                         r"per text of `queries`.*\(5, 2\)"):
+        mine_hard_negatives(["q"], ["a", "b", "c"], [[0]], encoder=CountingEncoder(rows=5))
+    with pytest.raises(ValueError, match="`encoder` should be an object with an `encode.*not a "
+                                         "string"):
+        mine_hard_negatives(["q"], ["a", "b", "c"], [[0]], encoder="all-MiniLM-L6-v2")
+    with pytest.raises(TypeError, match="`queries` should be a mapping {id: text} or a list"):
+        mine_hard_negatives("q", ["a", "b", "c"], [[0]], encoder=encoder)
+    with pytest.raises(ValueError, match="`corpus` should hold at least one document"):
+        mine_hard_negatives(["q"], [], [[]], encoder=encoder)
+
+
+def test_qrels_ids_are_compared_as_strings_and_must_meet_the_queries():
+    # Int ids name the same queries and documents as their strings, as in the evaluator.
+    rows, _ = mine_hard_negatives({1: "the query"}, {**CORPUS, 7: "text 7"},
+                                  {1: {"pos": 1, 7: 0}}, query_embeddings=Q_EMB,
+                                  corpus_embeddings=np.concatenate([C_EMB, [unit(90)]]),
+                                  num_negatives=1)
+    assert rows == [["the query", "text pos", "text unlabelled_dup"]]
+    with pytest.raises(ValueError, match=r"No query id of `positives` is a query of `queries`.*"
+                                         r"\['x'\] \(str\).*\['q'\] \(str\)"):
+        mine_hard_negatives({"q": "the query"}, CORPUS, {"x": {"pos": 1}},
+                            query_embeddings=Q_EMB, corpus_embeddings=C_EMB)

@@ -132,3 +132,23 @@ def test_faiss_path():
 def test_k_must_be_a_positive_int(k):
     with pytest.raises(ValueError, match=r"`k` should be a positive integer. Received: k="):
         top_k(np.ones((1, 2)), np.ones((3, 2)), k=k)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"use_faiss": "no"}, r"`use_faiss` should be a bool \(True or False\) or None. "
+                          r"Received: `use_faiss`='no'"),
+    ({"use_faiss": 0}, "`use_faiss`=0"),
+    ({"normalize": "no"}, "`normalize` should be a bool"),
+    ({"chunk_size": 2.5}, "`chunk_size` should be a positive int. Received: `chunk_size`=2.5"),
+    ({"chunk_size": 0}, "`chunk_size`=0"),
+    ({"query_chunk_size": True}, "`query_chunk_size` should be a positive int"),
+])
+def test_options_must_have_their_type(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        top_k(np.ones((1, 2)), np.ones((3, 2)), k=1, **kwargs)
+
+
+def test_numpy_ints_are_ints():
+    _, indices = top_k(np.ones((1, 2)), np.eye(2), k=np.int64(1), chunk_size=np.int32(1),
+                       query_chunk_size=np.int64(1))
+    assert indices.tolist() == [[0]]

@@ -1,0 +1,109 @@
+"""Argument checks shared by `keras_cosent.retrieval`, the evaluator callbacks and the
+retrieval-row writer.
+
+Kept in one place so that every check words its error the same way: the name of
+the argument, what was expected, and the value received (as
+`keras_cosent.losses._validation` does for the losses). They run before any
+work, so that a bad argument fails at once rather than after an epoch or an
+encoding pass.
+"""
+
+import collections.abc
+import itertools
+import math
+import numbers
+
+import numpy as np
+
+
+def is_int(value):
+    """True for a Python or NumPy integer; bools (an int subclass) are not ints here."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_grade(value):
+    """True for a relevance grade: an int, or a float equal to one (1.0 from a table)."""
+    if is_int(value):
+        return True
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
+        and math.isfinite(value)
+        and float(value).is_integer()
+    )
+
+
+def check_positive_int(name, value):
+    """Returns `value` as an int, or raises if it is not an int >= 1."""
+    if not is_int(value) or value < 1:
+        raise ValueError(f"`{name}` should be a positive int. Received: `{name}`={value!r}")
+    return int(value)
+
+
+def check_non_negative_int(name, value):
+    """Returns `value` as an int, or raises if it is not an int >= 0."""
+    if not is_int(value) or value < 0:
+        raise ValueError(f"`{name}` should be an int >= 0. Received: `{name}`={value!r}")
+    return int(value)
+
+
+def check_bool(name, value, allow_none=False):
+    """Returns `value`, or raises if it is not a bool (nor None, when allowed).
+
+    A truthy string such as `"no"` would otherwise switch the option on.
+    """
+    if isinstance(value, (bool, np.bool_)) or (allow_none and value is None):
+        return None if value is None else bool(value)
+    expected = "a bool (True or False) or None" if allow_none else "a bool (True or False)"
+    raise ValueError(f"`{name}` should be {expected}. Received: `{name}`={value!r}")
+
+
+def check_finite_number(name, value):
+    """Returns `value` as a float, or raises if it is not a finite number."""
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
+        raise ValueError(f"`{name}` should be a finite number. Received: `{name}`={value!r}")
+    return float(value)
+
+
+def check_k_values(k_values, name="k_values"):
+    """Returns the cutoffs as a list of ints, or raises unless they are positive ints."""
+    expected = f"`{name}` should be a non-empty sequence of positive ints (cutoffs)."
+    if isinstance(k_values, (str, bytes)) or not isinstance(k_values, collections.abc.Iterable):
+        raise ValueError(f"{expected} Received: `{name}`={k_values!r}")
+    values = list(k_values)
+    bad = [k for k in values if not is_int(k) or k < 1]
+    if not values or bad:
+        detail = f" ({bad[0]!r} is not one)" if bad else ""
+        raise ValueError(f"{expected} Received: `{name}`={values!r}{detail}")
+    return [int(k) for k in values]
+
+
+def check_encoder(encoder):
+    """Raises unless `encoder` is None or an object with an `encode` method.
+
+    A string has an `encode` method too (`str.encode`), so a model name or path
+    passed where the encoder goes is refused by name.
+    """
+    if isinstance(encoder, (str, bytes, bytearray)):
+        raise ValueError(
+            "`encoder` should be an object with an `encode(texts, batch_size=...)` method "
+            "(e.g. a keras_cosent.models.SentenceEncoder), not a string: load the model "
+            f"first. Received: `encoder`={encoder!r}"
+        )
+    if encoder is not None and not callable(getattr(encoder, "encode", None)):
+        raise ValueError(
+            "`encoder` should have an `encode(texts, batch_size=...)` method. "
+            f"Received: `encoder` of type {type(encoder).__name__}"
+        )
+
+
+def some_ids(ids, limit=3):
+    """A few ids and their types, for messages: `['1', '2'] (str)`."""
+    ids = list(itertools.islice(ids, limit))
+    types = ", ".join(sorted({type(i).__name__ for i in ids}))
+    return f"{ids!r} ({types})" if ids else "none"
+
