@@ -10,7 +10,7 @@ from keras_cosent.retrieval._validation import check_bool
 from keras_cosent.retrieval._validation import check_encoder
 from keras_cosent.retrieval._validation import check_k_values
 from keras_cosent.retrieval._validation import check_positive_int
-from keras_cosent.retrieval._validation import is_grade
+from keras_cosent.retrieval._validation import check_qrels
 from keras_cosent.retrieval.metrics import retrieval_metrics
 from keras_cosent.retrieval.metrics import run_from_top_k
 from keras_cosent.retrieval.search import top_k
@@ -244,28 +244,9 @@ def _texts_by_id(items, name):
 
 def _judgements(qrels):
     """`{str(query_id): {str(doc_id): int}}` of `qrels`, or raises naming it."""
-    if not isinstance(qrels, collections.abc.Mapping):
-        raise TypeError(
-            "`qrels` should be a mapping {query_id: {doc_id: int relevance}}. "
-            f"Received: `qrels` of type {type(qrels).__name__}"
-        )
-    judgements = {}
-    for qid, judged in qrels.items():
-        if not isinstance(judged, collections.abc.Mapping):
-            raise TypeError(
-                "`qrels` should map each query id to a mapping {doc_id: int relevance}. "
-                f"Received: `qrels`[{qid!r}] of type {type(judged).__name__}"
-            )
-        row = {}
-        for doc_id, grade in judged.items():
-            if not is_grade(grade):
-                raise ValueError(
-                    f"`qrels` should hold int relevance grades. Received: {grade!r} for query "
-                    f"{qid!r}, document {doc_id!r}"
-                )
-            row[str(doc_id)] = int(grade)
-        judgements[str(qid)] = row
-    return judgements
+    check_qrels(qrels)
+    return {str(qid): {str(doc_id): int(grade) for doc_id, grade in judged.items()}
+            for qid, judged in qrels.items()}
 
 
 def _encoded(encoder, texts, ids, batch_size, what):

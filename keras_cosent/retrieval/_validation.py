@@ -107,3 +107,30 @@ def some_ids(ids, limit=3):
     types = ", ".join(sorted({type(i).__name__ for i in ids}))
     return f"{ids!r} ({types})" if ids else "none"
 
+
+
+def check_nested_mapping(name, value, inner="{doc_id: ...}"):
+    """Raises unless `value` maps each query id to a mapping (a run or qrels)."""
+    if not isinstance(value, collections.abc.Mapping):
+        raise TypeError(
+            f"`{name}` should be a mapping {{query_id: {inner}}}. "
+            f"Received: `{name}` of type {type(value).__name__}"
+        )
+    for qid, docs in value.items():
+        if not isinstance(docs, collections.abc.Mapping):
+            raise TypeError(
+                f"`{name}` should map each query id to a mapping {inner}. "
+                f"Received: `{name}`[{qid!r}] of type {type(docs).__name__}"
+            )
+
+
+def check_qrels(qrels):
+    """Raises unless `qrels` is `{query_id: {doc_id: int relevance}}`."""
+    check_nested_mapping("qrels", qrels, "{doc_id: int relevance}")
+    for qid, judged in qrels.items():
+        for doc_id, grade in judged.items():
+            if not is_grade(grade):
+                raise ValueError(
+                    f"`qrels` should hold int relevance grades. Received: {grade!r} for "
+                    f"query {qid!r}, document {doc_id!r}"
+                )

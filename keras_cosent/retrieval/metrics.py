@@ -27,7 +27,6 @@ document (trec_eval's averaging over judged queries; a judged query missing
 from the run counts 0).
 """
 
-import collections.abc
 import itertools
 import math
 import numbers
@@ -37,7 +36,8 @@ import numpy as np
 from keras_cosent.retrieval._validation import check_bool
 from keras_cosent.retrieval._validation import check_k_values
 from keras_cosent.retrieval._validation import check_positive_int
-from keras_cosent.retrieval._validation import is_grade
+from keras_cosent.retrieval._validation import check_nested_mapping
+from keras_cosent.retrieval._validation import check_qrels
 from keras_cosent.retrieval._validation import is_int
 from keras_cosent.retrieval._validation import some_ids
 
@@ -191,27 +191,10 @@ def retrieval_metrics(run, qrels, k_values=(1, 3, 5, 10, 100), metrics=METRICS, 
 
 def _check_run_and_qrels(run, qrels):
     """Refuses what would score silently wrong: no query in common, non-finite scores."""
-    for name, value in (("run", run), ("qrels", qrels)):
-        if not isinstance(value, collections.abc.Mapping):
-            raise TypeError(
-                f"`{name}` should be a mapping {{query_id: {{doc_id: ...}}}}. "
-                f"Received: `{name}` of type {type(value).__name__}"
-            )
-        for qid, docs in value.items():
-            if not isinstance(docs, collections.abc.Mapping):
-                raise TypeError(
-                    f"`{name}` should map each query id to a mapping {{doc_id: ...}}. "
-                    f"Received: `{name}`[{qid!r}] of type {type(docs).__name__}"
-                )
+    check_nested_mapping("run", run, "{doc_id: score}")
+    check_qrels(qrels)
     if not qrels:
         raise ValueError("`qrels` should judge at least one query. Received: `qrels`={}")
-    for qid, judged in qrels.items():
-        for doc_id, grade in judged.items():
-            if not is_grade(grade):
-                raise ValueError(
-                    f"`qrels` should hold int relevance grades. Received: {grade!r} for "
-                    f"query {qid!r}, document {doc_id!r}"
-                )
     if not any(grade >= 1 for judged in qrels.values() for grade in judged.values()):
         raise ValueError(
             "No query of `qrels` has a relevant document (score >= 1), so no query would "
