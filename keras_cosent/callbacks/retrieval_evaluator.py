@@ -6,14 +6,14 @@ import warnings
 import keras
 import numpy as np
 
-from keras_cosent.retrieval._validation import check_bool
 from keras_cosent.retrieval._validation import check_encoder
 from keras_cosent.retrieval._validation import check_k_values
-from keras_cosent.retrieval._validation import check_positive_int
 from keras_cosent.retrieval._validation import check_qrels
 from keras_cosent.retrieval.metrics import retrieval_metrics
 from keras_cosent.retrieval.metrics import run_from_top_k
 from keras_cosent.retrieval.search import top_k
+from keras_cosent.utils.arguments import check_bool
+from keras_cosent.utils.arguments import check_positive_int
 
 
 class RetrievalEvaluator(keras.callbacks.Callback):

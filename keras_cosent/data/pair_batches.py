@@ -22,6 +22,7 @@ from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.data.word_repetition import check_repetition_rate
 from keras_cosent.data.word_repetition import max_repetitions
 from keras_cosent.data.word_repetition import word_repetition as repeat_words
+from keras_cosent.utils.arguments import is_int
 
 _LABEL_MODES = ("score", "group", "class")
 # Texts per `tokenize` call: bounds peak memory of the tokeniser on big corpora.
@@ -154,7 +155,7 @@ class PairBatches(keras.utils.PyDataset):
         if not isinstance(shuffle, (bool, np.bool_)):
             # A truthy string ("no") would switch shuffling on.
             raise ValueError(f"`shuffle` should be a bool. Received: `shuffle`={shuffle!r}")
-        if seed is not None and (not _is_int(seed) or not 0 <= seed < 2**32):
+        if seed is not None and (not is_int(seed) or not 0 <= seed < 2**32):
             raise ValueError(
                 f"`seed` should be None or an int in [0, 2**32). Received: `seed`={seed!r}"
             )
@@ -455,26 +456,26 @@ def _check_options(
     """Validates the batching options; returns the defaulted
     `(length_buckets, pad_to_multiple_of, rows_multiple)`."""
     min_batch = 2 if label_mode == "group" else 1
-    if not _is_int(batch_size) or batch_size < min_batch:
+    if not is_int(batch_size) or batch_size < min_batch:
         why = " (InfoNCE needs in-batch negatives)" if label_mode == "group" else ""
         raise ValueError(
             f"`batch_size` should be an integer >= {min_batch} with "
             f"label_mode={label_mode!r}{why}. Received: `batch_size`={batch_size!r}"
         )
     length_buckets = 0 if length_buckets is None else length_buckets
-    if not _is_int(length_buckets) or length_buckets < 0:
+    if not is_int(length_buckets) or length_buckets < 0:
         raise ValueError(
             "`length_buckets` should be a non-negative integer (0 disables bucketing). "
             f"Received: `length_buckets`={length_buckets!r}"
         )
     if pad_to_multiple_of is None:
         pad_to_multiple_of = default_pad_to_multiple_of()
-    if not _is_int(pad_to_multiple_of) or pad_to_multiple_of < 1:
+    if not is_int(pad_to_multiple_of) or pad_to_multiple_of < 1:
         raise ValueError(
             "`pad_to_multiple_of` should be a positive integer. "
             f"Received: `pad_to_multiple_of`={pad_to_multiple_of!r}"
         )
-    if max_length is not None and (not _is_int(max_length) or max_length < 1):
+    if max_length is not None and (not is_int(max_length) or max_length < 1):
         raise ValueError(
             f"`max_length` should be None or a positive integer. "
             f"Received: `max_length`={max_length!r}"
@@ -483,7 +484,7 @@ def _check_options(
         raise ValueError(f"`packing` should be True or False. Received: `packing`={packing!r}")
     if rows_multiple is None:
         rows_multiple = 2 if pad_to_multiple_of > 1 else 1
-    if not _is_int(rows_multiple) or rows_multiple < 1:
+    if not is_int(rows_multiple) or rows_multiple < 1:
         raise ValueError(
             "`rows_multiple` should be a positive integer. "
             f"Received: `rows_multiple`={rows_multiple!r}"
@@ -519,7 +520,3 @@ def _check_dataset(dataset, batch_size, label_mode, drop_remainder):
             f"label_mode='group' needs at least 2 columns (anchor, positive); "
             f"`dataset` ({dataset.source!r}) has {dataset.num_columns}."
         )
-
-
-def _is_int(value):
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)

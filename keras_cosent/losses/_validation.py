@@ -4,55 +4,35 @@ Kept in one place so that every loss words its errors the same way: the name
 of the argument, what was expected, and the value received.
 """
 
-import math
-import numbers
-
 from keras import ops
 
+from keras_cosent.utils.arguments import check_bool  # noqa: F401  (the losses' import point)
+from keras_cosent.utils.arguments import check_finite_float  # noqa: F401
+from keras_cosent.utils.arguments import check_non_negative_float  # noqa: F401
+from keras_cosent.utils.arguments import check_positive_float  # noqa: F401
 
-def check_positive_float(name, value):
-    """Returns `value` as a float, or raises if it is not a finite number > 0."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+
+def check_one_of(name, value, options):
+    """Returns `value`, or raises if it is not one of `options`."""
+    # Options are strings or None; anything else (an array, say) is refused
+    # before `in` compares it.
+    if not ((value is None or isinstance(value, str)) and value in options):
         raise ValueError(
-            f"`{name}` should be a positive float. Received: `{name}`={value!r}"
-        )
-    return float(value)
-
-
-def check_finite_float(name, value):
-    """Returns `value` as a float, or raises if it is not a finite number."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-    ):
-        raise ValueError(
-            f"`{name}` should be a finite float. Received: `{name}`={value!r}"
-        )
-    return float(value)
-
-
-def check_non_negative_float(name, value):
-    """Returns `value` as a float, or raises if it is not a finite number >= 0."""
-    value = check_finite_float(name, value)
-    if value < 0:
-        raise ValueError(f"`{name}` should be a float >= 0. Received: `{name}`={value!r}")
-    return value
-
-
-def check_bool(name, value):
-    """Returns `value`, or raises if it is not a Python bool."""
-    if not isinstance(value, bool):
-        raise ValueError(
-            f"`{name}` should be a bool (True or False). "
-            f"Received: `{name}`={value!r}"
+            f"`{name}` should be one of {options}. Received: `{name}`={value!r}"
         )
     return value
+
+
+def as_sequence(value):
+    """`value` as a tuple, or None if it is not a sequence.
+
+    Strings, dicts, numbers and single `keras.losses.Loss` objects are not
+    sequences here, so that an argument expecting a list of them can say so
+    rather than iterate over characters or fail with "not iterable".
+    """
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        return None
+    return tuple(value)
 
 
 def check_pair_embeddings(y_pred, loss_name):
@@ -72,8 +52,38 @@ def check_pair_embeddings(y_pred, loss_name):
         )
 
 
+def check_labels_given(y_true, loss_name, labels="labels"):
+    """Returns `y_true`, or raises naming the missing `labels` if it is None.
+
+    Converted to a tensor, None fails with each backend's own message (JAX's
+    "None is not a valid value for jnp.array", PyTorch's "Invalid dtype:
+    object"), which does not say that the labels are missing.
+    """
+    if y_true is None:
+        raise ValueError(
+            f"`{loss_name}` reads {labels} from `y_true`, which is missing. "
+            f"Received: `y_true`=None"
+        )
+    return y_true
+
+
+def labels_for_call(y_true, loss_name, labels=None):
+    """`y_true` for `Loss.__call__`: checked if the loss reads it, else None allowed.
+
+    Keras' `Loss.__call__` converts `y_true` to a tensor before `call`, so
+    None fails there with a backend's own message. A loss configured to read
+    its labels (`labels` names them) raises a clear error instead; one that
+    ignores them takes None, as its functional form does, and gets a zero in
+    its place, never read (keras-cosent's training feeds these losses zeros).
+    """
+    if labels is not None:
+        return check_labels_given(y_true, loss_name, labels)
+    return 0.0 if y_true is None else y_true
+
+
 def flat_labels(y_true, batch_values, loss_name, rows="pairs"):
     """Flattens `(batch,)` or `(batch, 1)` labels, checking the batch size."""
+    check_labels_given(y_true, loss_name, f"one label per {rows[:-1]}")
     y_true = ops.convert_to_tensor(y_true)
     labels = ops.reshape(y_true, (-1,))
     n_labels, n_values = labels.shape[0], batch_values.shape[0]

@@ -52,7 +52,8 @@ def angle_similarity(y_pred):
 def angle_loss(y_true, y_pred, scale=20.0):
     """AnglE loss of one batch of labelled pairs, as a float32 scalar.
 
-    See `keras_cosent.losses.AnglELoss` for the arguments.
+    See `keras_cosent.losses.AnglELoss` for the arguments, checked as the
+    class checks them (`scale` by `ranking_loss_from_similarity`).
     """
     return ranking_loss_from_similarity(
         y_true, angle_similarity(y_pred), scale=scale, loss_name="AnglELoss"

@@ -91,7 +91,8 @@ def ranking_loss_from_similarity(y_true, similarity, scale=20.0, loss_name="CoSE
     Args:
         y_true: labels of shape `(batch,)` or `(batch, 1)`, any ordered values.
         similarity: similarities of shape `(batch,)`.
-        scale: positive float multiplying the similarities.
+        scale: positive float multiplying the similarities (anything else
+            raises a `ValueError`).
         loss_name: name used in error messages.
 
     Example:
@@ -104,6 +105,8 @@ def ranking_loss_from_similarity(y_true, similarity, scale=20.0, loss_name="CoSE
     >>> bool(np.isclose(float(ranking_loss_from_similarity(labels, similarity)), expected))
     True
     """
+    # A scale <= 0 would reward mis-ranking (or ignore it) with a finite loss.
+    scale = check_positive_float("scale", scale)
     similarity = ops.cast(similarity, "float32")
     labels = ops.cast(flat_labels(y_true, similarity, loss_name), "float32")
     order = ops.argsort(labels)
@@ -143,7 +146,8 @@ def cosent_loss(y_true, y_pred, scale=20.0):
 
     `log(1 + sum over pairs (i,j), (k,l) with label(i,j) > label(k,l) of
     exp(scale * (cos(k,l) - cos(i,j))))`. See `keras_cosent.losses.CoSENTLoss`
-    for the arguments.
+    for the arguments, checked as the class checks them (`scale` by
+    `ranking_loss_from_similarity`).
     """
     y_pred = ops.convert_to_tensor(y_pred)
     check_pair_embeddings(y_pred, "CoSENTLoss")

@@ -14,11 +14,25 @@ from keras_cosent.losses._validation import flat_labels
 from keras_cosent.utils import pair_cosine
 
 
+def _check_scores(min_score, max_score):
+    """The checked `(min_score, max_score)`, for the class and the function."""
+    low = check_finite_float("min_score", min_score)
+    high = check_finite_float("max_score", max_score)
+    if not high > low:  # equal scores divide by 0, reversed ones flip the target
+        raise ValueError(
+            "`max_score` should be greater than `min_score`. Received: "
+            f"`min_score`={min_score!r}, `max_score`={max_score!r}"
+        )
+    return low, high
+
+
 def cosine_mse_loss(y_true, y_pred, min_score=0.0, max_score=1.0):
     """Squared error of each pair's cosine, float32 of shape `(batch,)`.
 
-    See `keras_cosent.losses.CosineMSELoss` for the arguments.
+    See `keras_cosent.losses.CosineMSELoss` for the arguments, checked as the
+    class checks them.
     """
+    min_score, max_score = _check_scores(min_score, max_score)
     y_pred = ops.convert_to_tensor(y_pred)
     check_pair_embeddings(y_pred, "CosineMSELoss")
     cosine = pair_cosine(y_pred)
@@ -88,13 +102,7 @@ class CosineMSELoss(keras.losses.Loss):
         reduction="sum_over_batch_size",
     ):
         super().__init__(name=name, reduction=reduction)
-        self.min_score = check_finite_float("min_score", min_score)
-        self.max_score = check_finite_float("max_score", max_score)
-        if not self.max_score > self.min_score:
-            raise ValueError(
-                "`max_score` should be greater than `min_score`. Received: "
-                f"`min_score`={min_score!r}, `max_score`={max_score!r}"
-            )
+        self.min_score, self.max_score = _check_scores(min_score, max_score)
 
     def call(self, y_true, y_pred):
         return cosine_mse_loss(

@@ -10,6 +10,7 @@ from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_bool
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
+from keras_cosent.losses._validation import labels_for_call
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -40,10 +41,15 @@ def infonce_loss(
 ):
     """InfoNCE loss of each anchor, float32 of shape `(batch,)`.
 
-    See `keras_cosent.losses.InfoNCELoss` for the arguments; `queue` (`(size,
-    dim)`) holds extra negatives shared by every anchor, `queue_mask`
-    (`(size,)`, nonzero where an entry is filled) says which count.
+    See `keras_cosent.losses.InfoNCELoss` for the arguments, checked as the
+    class checks them; `queue` (`(size, dim)`) holds extra negatives shared
+    by every anchor, `queue_mask` (`(size,)`, nonzero where an entry is
+    filled) says which count. `y_true` may be None unless
+    `mask_false_negatives=True`.
     """
+    temperature = check_positive_float("temperature", temperature)
+    symmetric = check_bool("symmetric", symmetric)
+    mask_false_negatives = check_bool("mask_false_negatives", mask_false_negatives)
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     _check_tuples(y_pred)
     batch = ops.shape(y_pred)[0]
@@ -60,7 +66,7 @@ def infonce_loss(
     own = rows[:, None] == candidate_ids[None, :]
     own_square = rows[:, None] == rows[None, :]
     if mask_false_negatives:
-        groups = flat_labels(y_true, anchors, "InfoNCELoss")
+        groups = flat_labels(y_true, anchors, "InfoNCELoss(mask_false_negatives=True)")
         same_group = groups[:, None] == groups[None, :]
         # Only other rows' positives can duplicate row i's positive; hard
         # negatives of a duplicate row are still negatives for row i.
@@ -124,7 +130,7 @@ class InfoNCELoss(keras.losses.Loss):
     own positive is never removed, and hard negatives are never removed.
     Group ids travel as float32 through Keras, so keep them below 2**24.
     With `mask_false_negatives=False` (the default) `y_true` is ignored and
-    may be anything with a batch dimension, e.g. zeros.
+    may be anything, e.g. zeros, or None.
 
     Momentum-queue negatives (MoCo, ESimCSE): `y_pred` may also be a dict
     `{"embeddings": (batch, 2 + k, dim), "queue": (size, dim), "queue_mask":
@@ -155,7 +161,7 @@ class InfoNCELoss(keras.losses.Loss):
 
     Inputs:
         y_true: int group ids of shape `(batch,)` or `(batch, 1)`; only read
-            when `mask_false_negatives=True`.
+            (and then required) when `mask_false_negatives=True`.
         y_pred: embeddings of shape `(batch, 2 + k, dim)`: column 0 anchors,
             column 1 positives, columns 2.. hard negatives (`k >= 0`); they
             need not be normalised. Or a dict of `embeddings` (that array),
@@ -201,6 +207,11 @@ class InfoNCELoss(keras.losses.Loss):
         self.mask_false_negatives = check_bool(
             "mask_false_negatives", mask_false_negatives
         )
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        needs = "group ids" if self.mask_false_negatives else None
+        y_true = labels_for_call(y_true, "InfoNCELoss(mask_false_negatives=True)", needs)
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
 
     def call(self, y_true, y_pred):
         queue = queue_mask = None

@@ -11,7 +11,23 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import as_sequence
 from keras_cosent.losses._validation import check_finite_float
+from keras_cosent.losses._validation import check_non_negative_float
+
+
+def _check_losses(losses):
+    """`losses` as a list of `keras.losses.Loss` (config dicts deserialised)."""
+    checked = as_sequence(losses)
+    if checked is not None:
+        checked = [keras.losses.deserialize(l) if isinstance(l, dict) else l for l in checked]
+    if not checked or any(not isinstance(l, keras.losses.Loss) for l in checked):
+        raise ValueError(
+            "`losses` should be a non-empty list of keras.losses.Loss instances "
+            "(wrap a single loss in a list). "
+            f"Received: `losses`={losses!r}"
+        )
+    return checked
 
 
 def _check_name(name):
@@ -36,7 +52,8 @@ class JointLoss(keras.losses.Loss):
     Args:
         losses: non-empty list of `keras.losses.Loss` instances, all taking the
             batch's `(y_true, y_pred)`.
-        weights: one finite float per loss (`None`: 1 for each).
+        weights: one finite float >= 0 per loss (`None`: 1 for each); a
+            weight of 0 logs a term without training on it.
         names: one short name per loss, used in the logs (`loss_<name>`);
             `None` takes each loss's `name` without a `_loss` suffix.
         positive_above: `None`, or one entry per loss: `None` (all rows) or a
@@ -71,24 +88,23 @@ class JointLoss(keras.losses.Loss):
         reduction="sum_over_batch_size",
     ):
         super().__init__(name=name, reduction=reduction)
-        losses = [keras.losses.deserialize(l) if isinstance(l, dict) else l for l in losses]
-        if not losses or any(not isinstance(l, keras.losses.Loss) for l in losses):
-            raise ValueError(
-                "`losses` should be a non-empty list of keras.losses.Loss instances. "
-                f"Received: `losses`={losses!r}"
-            )
+        losses = _check_losses(losses)
         count = len(losses)
 
         def per_loss(value, default, argument):
-            value = [default] * count if value is None else list(value)
-            if len(value) != count:
+            if value is None:
+                return [default] * count
+            checked = as_sequence(value)
+            if checked is None or len(checked) != count:
                 raise ValueError(
                     f"`{argument}` should have one entry per loss ({count}). "
                     f"Received: `{argument}`={value!r}"
                 )
-            return value
+            return list(checked)
 
-        weights = [check_finite_float("weights", w) for w in per_loss(weights, 1.0, "weights")]
+        weights = [
+            check_non_negative_float("weights", w) for w in per_loss(weights, 1.0, "weights")
+        ]
         names = per_loss(names, None, "names")
         names = [
             _check_name(n if n is not None else l.name.removesuffix("_loss"))

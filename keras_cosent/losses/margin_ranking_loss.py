@@ -8,18 +8,31 @@ from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_non_negative_float
+from keras_cosent.losses._validation import check_one_of
 from keras_cosent.losses._validation import check_positive_float
+from keras_cosent.losses._validation import labels_for_call
 from keras_cosent.utils.similarity import l2_normalize
 
 FORMS = ("hinge", "logistic")
 
 
+def _check_arguments(margin, form, scale):
+    """The checked `(margin, form, scale)`, for the class and the function."""
+    return (
+        check_non_negative_float("margin", margin),
+        check_one_of("form", form, FORMS),
+        check_positive_float("scale", scale),
+    )
+
+
 def margin_ranking_loss(y_true, y_pred, margin=0.2, form="hinge", scale=20.0):
     """Loss of each query averaged over its negatives, float32 `(batch,)`.
 
-    See `keras_cosent.losses.MarginRankingLoss` for the arguments.
+    See `keras_cosent.losses.MarginRankingLoss` for the arguments, checked as
+    the class checks them; `y_true` is ignored and may be None.
     """
     del y_true
+    margin, form, scale = _check_arguments(margin, form, scale)
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     shape = tuple(y_pred.shape)
     if len(shape) != 3 or (shape[1] is not None and shape[1] < 3):
@@ -47,7 +60,8 @@ class MarginRankingLoss(keras.losses.Loss):
     - hinge: `max(0, margin - (s(q, p) - s(q, n)))`;
     - logistic: `log(1 + exp(-scale * (s(q, p) - s(q, n))))`;
 
-    averaged over all rows and negatives. `y_true` is ignored.
+    averaged over all rows and negatives. `y_true` is ignored (None is
+    accepted).
 
     Args:
         margin: finite float >= 0 (hinge form). Defaults to 0.2.
@@ -57,7 +71,7 @@ class MarginRankingLoss(keras.losses.Loss):
         reduction: Keras reduction over the per-row losses.
 
     Inputs:
-        y_true: ignored.
+        y_true: ignored (anything, e.g. zeros, or None).
         y_pred: `(batch, 2 + k, dim)` embeddings, need not be normalised.
 
     Returns:
@@ -85,13 +99,11 @@ class MarginRankingLoss(keras.losses.Loss):
         reduction="sum_over_batch_size",
     ):
         super().__init__(name=name, reduction=reduction)
-        self.margin = check_non_negative_float("margin", margin)
-        if form not in FORMS:
-            raise ValueError(
-                f"`form` should be one of {FORMS}. Received: `form`={form!r}"
-            )
-        self.form = form
-        self.scale = check_positive_float("scale", scale)
+        self.margin, self.form, self.scale = _check_arguments(margin, form, scale)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        y_true = labels_for_call(y_true, "MarginRankingLoss")
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
 
     def call(self, y_true, y_pred):
         return margin_ranking_loss(

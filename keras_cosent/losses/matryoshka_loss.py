@@ -3,14 +3,61 @@
 `matryoshka_loss` holds the maths; `MatryoshkaLoss` wraps it.
 """
 
+import numbers
+
 import keras
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import as_sequence
+from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.utils.truncation import truncate_embeddings
 
 
-def matryoshka_loss(y_true, y_pred, loss, dims, weights):
-    """Weighted sum of `loss` on each truncation of `y_pred`, a scalar."""
+def _check_dims_and_weights(dims, weights):
+    """The checked `(dims, weights)` as tuples, for the class and the function.
+
+    The loss is a sum over `dims`, so their order does not matter; a repeated
+    dim would count its truncation twice, and is refused as
+    `keras_cosent.training.build(matryoshka_dims=...)` refuses it.
+    """
+    checked = as_sequence(dims)
+    if not checked or any(
+        isinstance(d, bool) or not isinstance(d, numbers.Integral) or d <= 0 for d in checked
+    ):
+        raise ValueError(
+            f"`dims` should be a non-empty sequence of positive ints. "
+            f"Received: `dims`={dims!r}"
+        )
+    checked = tuple(int(d) for d in checked)
+    repeated = sorted({d for d in checked if checked.count(d) > 1})
+    if repeated:
+        raise ValueError(
+            f"`dims` repeats {repeated}; each dimension counts once (a larger weight "
+            f"counts it more). Received: `dims`={dims!r}"
+        )
+    if weights is None:
+        return checked, (1.0,) * len(checked)
+    weight_tuple = as_sequence(weights)
+    if weight_tuple is None or len(weight_tuple) != len(checked):
+        raise ValueError(
+            f"`weights` should have one entry per dim ({len(checked)}). "
+            f"Received: `weights`={weights!r}"
+        )
+    return checked, tuple(check_non_negative_float("weights", w) for w in weight_tuple)
+
+
+def matryoshka_loss(y_true, y_pred, loss, dims, weights=None):
+    """Weighted sum of `loss` on each truncation of `y_pred`, a scalar.
+
+    See `keras_cosent.losses.MatryoshkaLoss` for the arguments, checked as the
+    class checks them, except that `loss` may be any callable
+    `loss(y_true, y_pred)` here.
+    """
+    if not callable(loss):
+        raise ValueError(
+            f"`loss` should be callable as `loss(y_true, y_pred)`. Received: `loss`={loss!r}"
+        )
+    dims, weights = _check_dims_and_weights(dims, weights)
     full = y_pred.shape[-1]
     total = 0.0
     for dim, weight in zip(dims, weights):
@@ -34,8 +81,9 @@ class MatryoshkaLoss(keras.losses.Loss):
     Args:
         loss: a `keras.losses.Loss` instance taking embeddings as `y_pred`
             (e.g. `keras_cosent.losses.InfoNCELoss()`).
-        dims: positive ints, each <= the embedding dimension at call time.
-        weights: `None` or one finite float per entry of `dims`.
+        dims: distinct positive ints, each <= the embedding dimension at call
+            time, in any order.
+        weights: `None` or one finite float >= 0 per entry of `dims`.
         name: name of the loss instance.
         reduction: Keras reduction (on the scalar sum).
 
@@ -74,25 +122,8 @@ class MatryoshkaLoss(keras.losses.Loss):
             raise ValueError(
                 f"`loss` should be a keras.losses.Loss instance. Received: `loss`={loss!r}"
             )
-        dims = tuple(dims)
-        if not dims or any(
-            isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims
-        ):
-            raise ValueError(
-                f"`dims` should be a non-empty sequence of positive ints. "
-                f"Received: `dims`={dims!r}"
-            )
-        if weights is None:
-            weights = (1.0,) * len(dims)
-        weights = tuple(weights)
-        if len(weights) != len(dims):
-            raise ValueError(
-                f"`weights` should have one entry per dim ({len(dims)}). "
-                f"Received: `weights`={weights!r}"
-            )
         self.loss = loss
-        self.dims = dims
-        self.weights = tuple(float(w) for w in weights)
+        self.dims, self.weights = _check_dims_and_weights(dims, weights)
 
     def call(self, y_true, y_pred):
         return matryoshka_loss(y_true, y_pred, self.loss, self.dims, self.weights)

@@ -17,6 +17,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses.joint_loss import _check_losses
 from keras_cosent.losses.joint_loss import _check_name
 
 
@@ -57,12 +58,7 @@ class MultiTaskLoss(keras.losses.Loss):
     def __init__(self, losses, names, columns, name="multi_task_loss",
                  reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
-        losses = [keras.losses.deserialize(l) if isinstance(l, dict) else l for l in losses]
-        if not losses or any(not isinstance(l, keras.losses.Loss) for l in losses):
-            raise ValueError(
-                "`losses` should be a non-empty list of keras.losses.Loss instances. "
-                f"Received: `losses`={losses!r}"
-            )
+        losses = _check_losses(losses)
         names = list(names)
         columns = list(columns)
         for argument, value in (("names", names), ("columns", columns)):

@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_positive_float
+from keras_cosent.losses._validation import labels_for_call
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -15,9 +16,11 @@ from keras_cosent.utils.similarity import similarity_matrix
 def ntxent_loss(y_true, y_pred, temperature=0.05):
     """NT-Xent of each example (mean of its two views), float32 `(batch,)`.
 
-    See `keras_cosent.losses.NTXentLoss` for the arguments.
+    See `keras_cosent.losses.NTXentLoss` for the arguments, checked as the
+    class checks them; `y_true` is ignored and may be None.
     """
     del y_true
+    temperature = check_positive_float("temperature", temperature)
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     shape = tuple(y_pred.shape)
     if len(shape) != 3 or (shape[1] is not None and shape[1] != 2):
@@ -54,7 +57,7 @@ class NTXentLoss(keras.losses.Loss):
     where `k` runs over all 2N views. Unlike `keras_cosent.losses.InfoNCELoss`,
     the other views of the same column are negatives too. `call` returns the
     mean of each example's two view losses, so the Keras mean over the batch
-    is the mean over all 2N views. `y_true` is ignored.
+    is the mean over all 2N views. `y_true` is ignored (None is accepted).
 
     Args:
         temperature: float > 0 dividing the cosines (any positive value is
@@ -63,7 +66,7 @@ class NTXentLoss(keras.losses.Loss):
         reduction: Keras reduction over the per-example losses.
 
     Inputs:
-        y_true: ignored (anything with a batch dimension).
+        y_true: ignored (anything, e.g. zeros, or None).
         y_pred: embeddings `(batch, 2, dim)`, need not be normalised.
 
     Returns:
@@ -86,6 +89,10 @@ class NTXentLoss(keras.losses.Loss):
     def __init__(self, temperature=0.05, name="ntxent_loss", reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
         self.temperature = check_positive_float("temperature", temperature)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        y_true = labels_for_call(y_true, "NTXentLoss")
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
 
     def call(self, y_true, y_pred):
         return ntxent_loss(y_true, y_pred, temperature=self.temperature)

@@ -9,6 +9,7 @@ from keras import ops
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
+from keras_cosent.losses._validation import labels_for_call
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -16,8 +17,10 @@ from keras_cosent.utils.similarity import similarity_matrix
 def supcon_loss(y_true, y_pred, temperature=0.1):
     """SupCon loss of the batch, a float32 scalar.
 
-    See `keras_cosent.losses.SupConLoss` for the arguments.
+    See `keras_cosent.losses.SupConLoss` for the arguments, checked as the
+    class checks them; `y_true` is required.
     """
+    temperature = check_positive_float("temperature", temperature)
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     shape = tuple(y_pred.shape)
     if len(shape) not in (2, 3):
@@ -73,7 +76,7 @@ class SupConLoss(keras.losses.Loss):
 
     Inputs:
         y_true: integer class labels `(batch,)` or `(batch, 1)`; float32
-            exact below 2**24.
+            exact below 2**24. Required: None raises a `ValueError`.
         y_pred: `(batch, dim)` or `(batch, views, dim)` embeddings.
 
     Returns:
@@ -95,6 +98,10 @@ class SupConLoss(keras.losses.Loss):
     def __init__(self, temperature=0.1, name="supcon_loss", reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
         self.temperature = check_positive_float("temperature", temperature)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        y_true = labels_for_call(y_true, "SupConLoss", "class labels")
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
 
     def call(self, y_true, y_pred):
         return supcon_loss(y_true, y_pred, temperature=self.temperature)

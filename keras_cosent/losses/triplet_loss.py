@@ -8,7 +8,9 @@ from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_non_negative_float
+from keras_cosent.losses._validation import check_one_of
 from keras_cosent.losses._validation import flat_labels
+from keras_cosent.losses._validation import labels_for_call
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -20,6 +22,15 @@ def _safe_sqrt(x):
     # sqrt has an infinite derivative at 0: take it only where x > 0.
     positive = x > 0
     return ops.where(positive, ops.sqrt(ops.where(positive, x, ops.ones_like(x))), 0.0)
+
+
+def _check_arguments(margin, distance, mining):
+    """The checked `(margin, distance, mining)`, for the class and the function."""
+    return (
+        check_non_negative_float("margin", margin),
+        check_one_of("distance", distance, DISTANCES),
+        check_one_of("mining", mining, MININGS),
+    )
 
 
 def _pair_distance(a, b, distance):
@@ -39,8 +50,10 @@ def _distance_matrix(x, distance):
 def triplet_loss(y_true, y_pred, margin=0.5, distance="cosine", mining=None):
     """Triplet loss: `(batch,)` per row, or a scalar with batch-hard mining.
 
-    See `keras_cosent.losses.TripletLoss` for the arguments.
+    See `keras_cosent.losses.TripletLoss` for the arguments, checked as the
+    class checks them; `y_true` may be None unless `mining="batch_hard"`.
     """
+    margin, distance, mining = _check_arguments(margin, distance, mining)
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     shape = tuple(y_pred.shape)
     if mining is None:
@@ -87,10 +100,11 @@ class TripletLoss(keras.losses.Loss):
 
     With `mining=None`, `y_pred` is `(batch, 3, dim)` (anchor, positive,
     negative) and each row's loss is `max(0, d(a, p) - d(a, n) + margin)`;
-    `y_true` is ignored. With `mining="batch_hard"`, `y_pred` is
-    `(batch, dim)` or `(batch, views, dim)` (views flattened, each with its
-    row's label, as `SupConLoss` takes them; `keras-cosent train --loss
-    batch-hard-triplet`), `y_true` holds integer class labels, and each anchor uses
+    `y_true` is ignored (None is accepted). With `mining="batch_hard"`,
+    `y_pred` is `(batch, dim)` or `(batch, views, dim)` (views flattened,
+    each with its row's label, as `SupConLoss` takes them; `keras-cosent
+    train --loss batch-hard-triplet`), `y_true` holds integer class labels
+    (required), and each anchor uses
     its farthest positive (same label, other row) and nearest negative (other
     label) in the batch. Anchors with no positive or no negative in the batch
     are excluded; the result is the mean over the remaining anchors (a
@@ -107,7 +121,8 @@ class TripletLoss(keras.losses.Loss):
         reduction: Keras reduction.
 
     Inputs:
-        y_true: ignored (`mining=None`) or class labels `(batch,)`.
+        y_true: ignored (`mining=None`; None is accepted) or class labels
+            `(batch,)` (`mining="batch_hard"`; None raises a `ValueError`).
         y_pred: `(batch, 3, dim)` or, batch-hard, `(batch, dim)` or
             `(batch, views, dim)`.
 
@@ -138,18 +153,12 @@ class TripletLoss(keras.losses.Loss):
         reduction="sum_over_batch_size",
     ):
         super().__init__(name=name, reduction=reduction)
-        self.margin = check_non_negative_float("margin", margin)
-        if distance not in DISTANCES:
-            raise ValueError(
-                f"`distance` should be one of {DISTANCES}. "
-                f"Received: `distance`={distance!r}"
-            )
-        if mining not in MININGS:
-            raise ValueError(
-                f"`mining` should be one of {MININGS}. Received: `mining`={mining!r}"
-            )
-        self.distance = distance
-        self.mining = mining
+        self.margin, self.distance, self.mining = _check_arguments(margin, distance, mining)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        needs = None if self.mining is None else "class labels"
+        y_true = labels_for_call(y_true, "TripletLoss(mining='batch_hard')", needs)
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
 
     def call(self, y_true, y_pred):
         return triplet_loss(

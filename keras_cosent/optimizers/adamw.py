@@ -1,20 +1,14 @@
 """`adamw`: the AdamW set-up of BERT fine-tuning, on the fastest kernel of the backend."""
 
-import math
-
 import keras
-import numpy as np
 
 from keras_cosent.optimizers.adam_w import AdamW
 from keras_cosent.optimizers.torch_fused_adamw import TorchFusedAdamW
+from keras_cosent.utils.arguments import check_non_negative_float
+from keras_cosent.utils.arguments import check_positive_float
 
 # Biases and LayerNorm scales/offsets are not decayed, as in BERT and Sentence-BERT.
 NO_WEIGHT_DECAY = ("^bias$", "^gamma$", "^beta$")
-
-
-def _is_number(value):
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_))
 
 
 def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_DECAY,
@@ -47,18 +41,10 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
     >>> float(optimizer.weight_decay)
     0.01
     """
-    if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule) and (
-            not _is_number(learning_rate) or not 0 < learning_rate < math.inf):
-        raise ValueError(
-            "`learning_rate` should be a finite positive float or a LearningRateSchedule. "
-            f"Received: `learning_rate`={learning_rate!r}"
-        )
-    if weight_decay is not None and (not _is_number(weight_decay)
-                                     or not 0 <= weight_decay < math.inf):
-        raise ValueError(
-            f"`weight_decay` should be a finite float >= 0. Received: "
-            f"`weight_decay`={weight_decay!r}"
-        )
+    if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        check_positive_float("learning_rate", learning_rate)
+    if weight_decay is not None:
+        check_non_negative_float("weight_decay", weight_decay)
     cls = TorchFusedAdamW if keras.backend.backend() == "torch" else AdamW
     optimizer = cls(learning_rate=learning_rate, weight_decay=weight_decay, epsilon=epsilon)
     multiplier = getattr(learning_rate, "multiplier", None)

@@ -4,23 +4,13 @@ This is the schedule of BERT fine-tuning and of Sentence-BERT's and SimCSE's
 training scripts (`get_linear_schedule_with_warmup` in Hugging Face transformers).
 """
 
-import math
-
 import keras
-import numpy as np
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.utils.arguments import check_positive_float
+from keras_cosent.utils.arguments import is_int
 
-
-
-def _is_int(value):
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_number(value):
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_))
 
 @keras_cosent_export
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
@@ -67,28 +57,20 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak_learning_rate, total_steps, warmup_steps=0, multiplier=1.0):
-        if not _is_number(peak_learning_rate) or not 0 < peak_learning_rate < math.inf:
-            raise ValueError(
-                "`peak_learning_rate` should be a finite positive float. "
-                f"Received: `peak_learning_rate`={peak_learning_rate!r}"
-            )
-        if not _is_int(total_steps) or total_steps < 1:
+        check_positive_float("peak_learning_rate", peak_learning_rate)
+        if not is_int(total_steps) or total_steps < 1:
             raise ValueError(
                 f"`total_steps` should be a positive integer. Received: `total_steps`="
                 f"{total_steps!r}"
             )
-        if not _is_int(warmup_steps) or not 0 <= warmup_steps <= total_steps:
+        if not is_int(warmup_steps) or not 0 <= warmup_steps <= total_steps:
             # A fraction (0.1, as `build`'s `warmup` takes) would silently be no warm-up.
             raise ValueError(
                 "`warmup_steps` should be an integer in [0, total_steps="
                 f"{total_steps}] (a step count, not a fraction). Received: "
                 f"`warmup_steps`={warmup_steps!r}"
             )
-        if not _is_number(multiplier) or not 0 < multiplier < math.inf:
-            raise ValueError(
-                "`multiplier` should be a finite positive float. Received: "
-                f"`multiplier`={multiplier!r}"
-            )
+        check_positive_float("multiplier", multiplier)
         self.peak_learning_rate = float(peak_learning_rate)
         self.total_steps = int(total_steps)
         self.warmup_steps = int(warmup_steps)

@@ -15,10 +15,7 @@ import numbers
 
 import numpy as np
 
-
-def is_int(value):
-    """True for a Python or NumPy integer; bools (an int subclass) are not ints here."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+from keras_cosent.utils.arguments import is_int
 
 
 def is_grade(value):
@@ -31,42 +28,6 @@ def is_grade(value):
         and math.isfinite(value)
         and float(value).is_integer()
     )
-
-
-def check_positive_int(name, value):
-    """Returns `value` as an int, or raises if it is not an int >= 1."""
-    if not is_int(value) or value < 1:
-        raise ValueError(f"`{name}` should be a positive int. Received: `{name}`={value!r}")
-    return int(value)
-
-
-def check_non_negative_int(name, value):
-    """Returns `value` as an int, or raises if it is not an int >= 0."""
-    if not is_int(value) or value < 0:
-        raise ValueError(f"`{name}` should be an int >= 0. Received: `{name}`={value!r}")
-    return int(value)
-
-
-def check_bool(name, value, allow_none=False):
-    """Returns `value`, or raises if it is not a bool (nor None, when allowed).
-
-    A truthy string such as `"no"` would otherwise switch the option on.
-    """
-    if isinstance(value, (bool, np.bool_)) or (allow_none and value is None):
-        return None if value is None else bool(value)
-    expected = "a bool (True or False) or None" if allow_none else "a bool (True or False)"
-    raise ValueError(f"`{name}` should be {expected}. Received: `{name}`={value!r}")
-
-
-def check_finite_number(name, value):
-    """Returns `value` as a float, or raises if it is not a finite number."""
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-    ):
-        raise ValueError(f"`{name}` should be a finite number. Received: `{name}`={value!r}")
-    return float(value)
 
 
 def check_k_values(k_values, name="k_values"):

@@ -33,13 +33,13 @@ import numbers
 
 import numpy as np
 
-from keras_cosent.retrieval._validation import check_bool
 from keras_cosent.retrieval._validation import check_k_values
-from keras_cosent.retrieval._validation import check_positive_int
 from keras_cosent.retrieval._validation import check_nested_mapping
 from keras_cosent.retrieval._validation import check_qrels
-from keras_cosent.retrieval._validation import is_int
 from keras_cosent.retrieval._validation import some_ids
+from keras_cosent.utils.arguments import check_bool
+from keras_cosent.utils.arguments import check_positive_int
+from keras_cosent.utils.arguments import is_int
 
 METRICS = ("ndcg", "mrr", "recall", "precision", "map", "accuracy")
 

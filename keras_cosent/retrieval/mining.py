@@ -28,16 +28,16 @@ import collections.abc
 
 import numpy as np
 
-from keras_cosent.retrieval._validation import check_bool
 from keras_cosent.retrieval._validation import check_encoder
-from keras_cosent.retrieval._validation import check_finite_number
-from keras_cosent.retrieval._validation import check_non_negative_int
-from keras_cosent.retrieval._validation import check_positive_int
-from keras_cosent.retrieval._validation import is_int
 from keras_cosent.retrieval._validation import some_ids
 from keras_cosent.retrieval.search import _normalize
 from keras_cosent.retrieval.search import _normalized_chunks
 from keras_cosent.retrieval.search import top_k
+from keras_cosent.utils.arguments import check_bool
+from keras_cosent.utils.arguments import check_finite_float
+from keras_cosent.utils.arguments import check_non_negative_int
+from keras_cosent.utils.arguments import check_positive_int
+from keras_cosent.utils.arguments import is_int
 
 
 def _as_ids_and_texts(items, what):
@@ -194,8 +194,8 @@ def mine_hard_negatives(
         )
     num_negatives = check_positive_int("num_negatives", num_negatives)
     if margin is not None:
-        margin = check_finite_number("margin", margin)
-    if relative_margin is not None and not 0 <= check_finite_number(
+        margin = check_finite_float("margin", margin)
+    if relative_margin is not None and not 0 <= check_finite_float(
             "relative_margin", relative_margin) < 1:
         raise ValueError(f"`relative_margin` should be in [0, 1). Received: {relative_margin}")
     check_encoder(encoder)

@@ -17,8 +17,8 @@ ties keep the lowest corpus index. With `use_faiss=True` (or `None` when
 
 import numpy as np
 
-from keras_cosent.retrieval._validation import check_bool
-from keras_cosent.retrieval._validation import check_positive_int
+from keras_cosent.utils.arguments import check_bool
+from keras_cosent.utils.arguments import check_positive_int
 
 
 def _normalize(x):

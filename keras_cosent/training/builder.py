@@ -19,11 +19,11 @@ import numpy as np
 
 from keras_cosent import distributed
 from keras_cosent.data.pair_batches import PairBatches
-from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.losses.infonce_loss import InfoNCELoss
+from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
 from keras_cosent.models.cached_siamese_encoder import CachedSiameseEncoder
 from keras_cosent.models.cached_siamese_encoder import check_mini_batch_size
-from keras_cosent.losses.infonce_loss import InfoNCELoss
 from keras_cosent.models.momentum_contrast_model import ESIMCSE_MOMENTUM
 from keras_cosent.models.momentum_contrast_model import MomentumContrastModel
 from keras_cosent.models.momentum_contrast_model import check_momentum
@@ -34,6 +34,10 @@ from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
 from keras_cosent.training.objectives import get_objective
+from keras_cosent.utils.arguments import check_non_negative_float
+from keras_cosent.utils.arguments import check_positive_float
+from keras_cosent.utils.arguments import check_positive_int
+from keras_cosent.utils.arguments import is_number
 
 TrainingSetup = collections.namedtuple(
     "TrainingSetup", ["model", "batches", "optimizer", "loss", "encoder", "dataset", "objective"]
@@ -288,15 +292,6 @@ BUILD_ARGUMENTS = tuple(
 )
 
 
-def _is_int(value):
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_number(value):
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_))
-
-
 def check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup, weight_decay):
     """Refuses, before anything is built, the arguments `build` and `build_multi` share
     when they have the wrong type or lie out of range (naming the argument)."""
@@ -305,23 +300,14 @@ def check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup,
             "`encoder` should be a keras_cosent.models.SentenceEncoder. "
             f"Received: `encoder` of type {type(encoder).__name__}"
         )
-    for name, value in (("batch_size", batch_size), ("epochs", epochs)):
-        if not _is_int(value) or value < 1:
-            raise ValueError(f"`{name}` should be a positive int. Received: `{name}`={value!r}")
-    if not _is_number(learning_rate) or not np.isfinite(learning_rate) or learning_rate <= 0:
-        raise ValueError(
-            f"`learning_rate` should be a finite number > 0. Received: "
-            f"`learning_rate`={learning_rate!r}"
-        )
-    if not _is_number(warmup) or not 0 <= warmup < 1:
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("epochs", epochs)
+    check_positive_float("learning_rate", learning_rate)
+    if not is_number(warmup) or not 0 <= warmup < 1:
         raise ValueError(
             f"`warmup` should be a fraction in [0, 1). Received: `warmup`={warmup!r}"
         )
-    if not _is_number(weight_decay) or not np.isfinite(weight_decay) or weight_decay < 0:
-        raise ValueError(
-            f"`weight_decay` should be a finite number >= 0. Received: "
-            f"`weight_decay`={weight_decay!r}"
-        )
+    check_non_negative_float("weight_decay", weight_decay)
 
 
 def check_matryoshka_dims(dims, embedding_dim):

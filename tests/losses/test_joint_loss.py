@@ -63,6 +63,8 @@ def test_a_batch_with_no_row_above_the_threshold_gives_a_zero_term():
     [
         ({"weights": [1.0]}, "one entry per loss"),
         ({"weights": [1.0, float("nan")]}, "finite"),
+        ({"weights": [-1.0, 1.0]}, "`weights`=-1.0"),
+        ({"weights": 1.0}, "`weights`=1.0"),
         ({"names": ["a", "a"]}, "distinct"),
         ({"names": ["a", "b c"]}, "'b c'"),
         ({"positive_above": [2.5, "high"]}, "positive_above"),
@@ -71,6 +73,20 @@ def test_a_batch_with_no_row_above_the_threshold_gives_a_zero_term():
 def test_bad_arguments_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         JointLoss([InfoNCELoss(), CoSENTLoss()], **kwargs)
+
+
+@pytest.mark.parametrize("cls", [JointLoss, keras_cosent.losses.MultiTaskLoss])
+def test_a_single_loss_outside_a_list_is_refused_by_name(cls):
+    extra = {} if cls is JointLoss else {"names": ["a"], "columns": [2]}
+    with pytest.raises(ValueError, match=r"wrap a single loss in a list\). Received: `losses`="):
+        cls(CoSENTLoss(), **extra)
+
+
+def test_a_zero_weight_keeps_the_term_out_of_the_total():
+    scores, pairs = _batch()
+    loss = JointLoss([InfoNCELoss(), CoSENTLoss()], weights=[0.0, 1.0])
+    terms = loss.terms(scores, pairs)
+    np.testing.assert_allclose(float(loss(scores, pairs)), float(terms["cosent"]), rtol=1e-6)
 
 
 def test_a_threshold_on_a_batch_level_loss_is_refused():

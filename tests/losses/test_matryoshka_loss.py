@@ -1,3 +1,5 @@
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -40,6 +42,34 @@ def test_validation():
     loss = keras_cosent.losses.MatryoshkaLoss(inner, dims=(16, 4))
     with pytest.raises(ValueError, match="16"):
         loss(np.zeros(2), np.ones((2, 2, 8), "float32"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, shown",
+    [
+        ({"dims": (4, 2), "weights": (1.0, float("nan"))}, "`weights`=nan"),
+        ({"dims": (4, 2), "weights": (1.0, -1.0)}, "`weights`=-1.0"),
+        ({"dims": (4, 2), "weights": 1.0}, "`weights`=1.0"),
+        ({"dims": 4}, "`dims`=4"),
+        ({"dims": (4, 4)}, "Received: `dims`=(4, 4)"),
+        ({"dims": (8, 4, 8, 4)}, "`dims` repeats [4, 8]; each dimension counts once"),
+        ({"dims": (4, 2.0)}, "`dims`=(4, 2.0)"),
+    ],
+)
+def test_bad_dims_and_weights_are_named_with_their_value(kwargs, shown):
+    with pytest.raises(ValueError, match=re.escape(shown)):
+        keras_cosent.losses.MatryoshkaLoss(keras_cosent.losses.SupConLoss(), **kwargs)
+
+
+def test_dims_in_any_order_give_the_same_loss_and_numpy_ints_are_taken():
+    y = np.array([0, 1, 0, 1])
+    x = np.random.default_rng(4).normal(size=(4, 8)).astype("float32")
+    inner = keras_cosent.losses.SupConLoss()
+    ascending = keras_cosent.losses.MatryoshkaLoss(inner, dims=np.array([2, 4, 8]))
+    descending = keras_cosent.losses.MatryoshkaLoss(inner, dims=(8, 4, 2), weights=(1, 1, 0))
+    assert ascending.dims == (2, 4, 8) and type(ascending.dims[0]) is int
+    expected = sum(supcon_reference(y, x[:, :d], 0.1) for d in (8, 4))
+    np.testing.assert_allclose(float(descending(y, x)), expected, rtol=1e-5)
 
 
 def test_serialization_round_trip_with_inner_loss():

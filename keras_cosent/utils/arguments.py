@@ -1,0 +1,81 @@
+"""Argument checks shared across the library, worded one way: the argument's name,
+what was expected, and the value received.
+
+Bools are refused where an int or a number goes (`True` is an `int` in Python),
+and NumPy scalars are accepted where Python ones are.
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+
+def is_int(value):
+    """True for a Python or NumPy integer; bools (an int subclass) are not ints here."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def check_positive_int(name, value):
+    """Returns `value` as an int, or raises if it is not an int >= 1."""
+    if not is_int(value) or value < 1:
+        raise ValueError(f"`{name}` should be a positive int. Received: `{name}`={value!r}")
+    return int(value)
+
+
+def check_non_negative_int(name, value):
+    """Returns `value` as an int, or raises if it is not an int >= 0."""
+    if not is_int(value) or value < 0:
+        raise ValueError(f"`{name}` should be an int >= 0. Received: `{name}`={value!r}")
+    return int(value)
+
+
+def check_bool(name, value, allow_none=False):
+    """Returns `value`, or raises if it is not a bool (nor None, when allowed).
+
+    A truthy string such as `"no"` would otherwise switch the option on.
+    """
+    if isinstance(value, (bool, np.bool_)) or (allow_none and value is None):
+        return None if value is None else bool(value)
+    expected = "a bool (True or False) or None" if allow_none else "a bool (True or False)"
+    raise ValueError(f"`{name}` should be {expected}. Received: `{name}`={value!r}")
+
+
+def check_positive_float(name, value):
+    """Returns `value` as a float, or raises if it is not a finite number > 0."""
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(
+            f"`{name}` should be a positive float. Received: `{name}`={value!r}"
+        )
+    return float(value)
+
+
+def check_finite_float(name, value):
+    """Returns `value` as a float, or raises if it is not a finite number."""
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
+        raise ValueError(
+            f"`{name}` should be a finite float. Received: `{name}`={value!r}"
+        )
+    return float(value)
+
+
+def check_non_negative_float(name, value):
+    """Returns `value` as a float, or raises if it is not a finite number >= 0."""
+    value = check_finite_float(name, value)
+    if value < 0:
+        raise ValueError(f"`{name}` should be a float >= 0. Received: `{name}`={value!r}")
+    return value
+
+
+def is_number(value):
+    """True for a Python or NumPy real number; bools are not numbers here."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
