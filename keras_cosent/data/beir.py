@@ -9,12 +9,12 @@ title is non-empty, else `text`.
 import collections.abc
 import dataclasses
 import json
-import numbers
 import os
 import warnings
 
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.utils.arguments import is_int
 
 
 @dataclasses.dataclass
@@ -396,10 +396,7 @@ def read_retrieval_triplets(path, num_negatives=None):
     skipped (counted in `skipped`); 0 keeps every row as a (query, positive)
     pair.
     """
-    if num_negatives is not None and (
-        not isinstance(num_negatives, numbers.Integral) or isinstance(num_negatives, bool)
-        or num_negatives < 0
-    ):
+    if num_negatives is not None and (not is_int(num_negatives) or num_negatives < 0):
         raise ValueError(
             "`num_negatives` should be None or an int >= 0. "
             f"Received: `num_negatives`={num_negatives!r}"

@@ -557,7 +557,9 @@ def build_config(backend, options, tuning=True):
     """The run's exact configuration: every option resolved, paths absolute, data hashed.
 
     `tuning` (the group's `--tuning/--no-tuning`) is part of it: on TensorFlow
-    the runtime tuning changes which generator draws the dropout masks.
+    the runtime tuning changes which generator draws the dropout masks. The
+    retrieval folders and splits come resolved (`resolve_retrieval_splits`,
+    which `train` runs before the backend loads).
     """
     from recipes.data_loading import DEMO_DEV
     from recipes.data_loading import DEMO_TRAIN
@@ -617,7 +619,6 @@ def build_config(backend, options, tuning=True):
         split: [_sha256(p) for p in path] if isinstance(path, list) else _sha256(path)
         for split, path in files.items() if path is not None
     }
-    resolve_retrieval_splits(config)
     for key in ("train_retrieval", "dev_retrieval"):
         if config.get(key) is not None:
             folder, split = config[key], config[f"{key}_split"]
