@@ -4,6 +4,7 @@ Kept in one place so that every loss words its errors the same way: the name
 of the argument, what was expected, and the value received.
 """
 
+import keras
 from keras import ops
 
 from keras_cosent.utils.arguments import check_bool  # noqa: F401  (the losses' import point)
@@ -79,6 +80,34 @@ def labels_for_call(y_true, loss_name, labels=None):
     if labels is not None:
         return check_labels_given(y_true, loss_name, labels)
     return 0.0 if y_true is None else y_true
+
+
+class LabelsCheckedLoss(keras.losses.Loss):
+    """A `keras.losses.Loss` that checks `y_true` before Keras converts it.
+
+    The base of keras-cosent's losses. Subclasses say what they read from
+    `y_true` with `labels_read`; `__call__` then refuses a missing `y_true`
+    by name, or lets a loss that reads nothing take None (`labels_for_call`).
+    """
+
+    def labels_read(self):
+        """`(loss name, what it reads from y_true)`; None for the second if nothing."""
+        return type(self).__name__, "labels"
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        loss_name, labels = self.labels_read()
+        y_true = labels_for_call(y_true, loss_name, labels)
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+
+
+def labels_read_by(loss):
+    """What `loss` reads from `y_true` (see `LabelsCheckedLoss.labels_read`).
+
+    A Keras loss of another kind is taken to read its labels.
+    """
+    if isinstance(loss, LabelsCheckedLoss):
+        return loss.labels_read()
+    return type(loss).__name__, "labels"
 
 
 def flat_labels(y_true, batch_values, loss_name, rows="pairs"):

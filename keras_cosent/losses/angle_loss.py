@@ -5,10 +5,10 @@
 `keras_cosent.losses.cosent_loss.ranking_loss_from_similarity`.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.losses.cosent_loss import ranking_loss_from_similarity
@@ -61,7 +61,7 @@ def angle_loss(y_true, y_pred, scale=20.0):
 
 
 @keras_cosent_export
-class AnglELoss(keras.losses.Loss):
+class AnglELoss(LabelsCheckedLoss):
     """AnglE loss: CoSENT ranking on the angle-difference similarity.
 
     The cosine's gradient vanishes near +1 and -1, where well-trained pairs
@@ -120,6 +120,9 @@ class AnglELoss(keras.losses.Loss):
     def __init__(self, scale=20.0, name="angle_loss", reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
         self.scale = check_positive_float("scale", scale)
+
+    def labels_read(self):
+        return "AnglELoss", "one label per pair"
 
     def call(self, y_true, y_pred):
         return angle_loss(y_true, y_pred, scale=self.scale)

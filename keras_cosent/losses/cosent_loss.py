@@ -6,10 +6,10 @@
 batch by label and needs no `batch x batch` matrix.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import check_pair_embeddings
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
@@ -157,7 +157,7 @@ def cosent_loss(y_true, y_pred, scale=20.0):
 
 
 @keras_cosent_export
-class CoSENTLoss(keras.losses.Loss):
+class CoSENTLoss(LabelsCheckedLoss):
     """CoSENT ranking loss: pairs labelled more similar should get higher cosines.
 
     For every two pairs `(i, j)` and `(k, l)` in the batch whose labels are
@@ -229,6 +229,9 @@ class CoSENTLoss(keras.losses.Loss):
     def __init__(self, scale=20.0, name="cosent_loss", reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
         self.scale = check_positive_float("scale", scale)
+
+    def labels_read(self):
+        return "CoSENTLoss", "one label per pair"
 
     def call(self, y_true, y_pred):
         return cosent_loss(y_true, y_pred, scale=self.scale)

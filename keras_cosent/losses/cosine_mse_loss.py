@@ -4,10 +4,10 @@
 `keras.losses.Loss`.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import check_finite_float
 from keras_cosent.losses._validation import check_pair_embeddings
 from keras_cosent.losses._validation import flat_labels
@@ -42,7 +42,7 @@ def cosine_mse_loss(y_true, y_pred, min_score=0.0, max_score=1.0):
 
 
 @keras_cosent_export
-class CosineMSELoss(keras.losses.Loss):
+class CosineMSELoss(LabelsCheckedLoss):
     """Cosine regression: MSE between the pair's cosine and its rescaled label.
 
     The Sentence-BERT regression objective (sentence-transformers'
@@ -103,6 +103,9 @@ class CosineMSELoss(keras.losses.Loss):
     ):
         super().__init__(name=name, reduction=reduction)
         self.min_score, self.max_score = _check_scores(min_score, max_score)
+
+    def labels_read(self):
+        return "CosineMSELoss", "one label per pair"
 
     def call(self, y_true, y_pred):
         return cosine_mse_loss(

@@ -3,14 +3,13 @@
 `infonce_loss` holds the maths; `InfoNCELoss` wraps it as a `keras.losses.Loss`.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_bool
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
-from keras_cosent.losses._validation import labels_for_call
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -101,7 +100,7 @@ def infonce_loss(
 
 
 @keras_cosent_export
-class InfoNCELoss(keras.losses.Loss):
+class InfoNCELoss(LabelsCheckedLoss):
     """InfoNCE: each anchor must pick its own positive among all in-batch candidates.
 
     With `y_pred` of shape `(batch, 2 + k, dim)` (anchors, positives, `k` hard
@@ -208,10 +207,9 @@ class InfoNCELoss(keras.losses.Loss):
             "mask_false_negatives", mask_false_negatives
         )
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
+    def labels_read(self):
         needs = "group ids" if self.mask_false_negatives else None
-        y_true = labels_for_call(y_true, "InfoNCELoss(mask_false_negatives=True)", needs)
-        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+        return "InfoNCELoss(mask_false_negatives=True)", needs
 
     def call(self, y_true, y_pred):
         queue = queue_mask = None

@@ -11,9 +11,11 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import as_sequence
 from keras_cosent.losses._validation import check_finite_float
 from keras_cosent.losses._validation import check_non_negative_float
+from keras_cosent.losses._validation import labels_read_by
 
 
 def _check_losses(losses):
@@ -40,7 +42,7 @@ def _check_name(name):
 
 
 @keras_cosent_export
-class JointLoss(keras.losses.Loss):
+class JointLoss(LabelsCheckedLoss):
     """Weighted sum of several losses computed on the same `y_true` and `y_pred`.
 
     Each term `i` is `weights[i] * losses[i](y_true, y_pred)`. With
@@ -52,8 +54,9 @@ class JointLoss(keras.losses.Loss):
     Args:
         losses: non-empty list of `keras.losses.Loss` instances, all taking the
             batch's `(y_true, y_pred)`.
-        weights: one finite float >= 0 per loss (`None`: 1 for each); a
-            weight of 0 logs a term without training on it.
+        weights: one finite float >= 0 per loss, at least one of them
+            positive (`None`: 1 for each); a weight of 0 logs a term
+            without training on it.
         names: one short name per loss, used in the logs (`loss_<name>`);
             `None` takes each loss's `name` without a `_loss` suffix.
         positive_above: `None`, or one entry per loss: `None` (all rows) or a
@@ -105,6 +108,11 @@ class JointLoss(keras.losses.Loss):
         weights = [
             check_non_negative_float("weights", w) for w in per_loss(weights, 1.0, "weights")
         ]
+        if not any(weights):
+            raise ValueError(
+                "`weights` should give at least one loss a positive weight. "
+                f"Received: `weights`={weights!r}"
+            )
         names = per_loss(names, None, "names")
         names = [
             _check_name(n if n is not None else l.name.removesuffix("_loss"))
@@ -134,6 +142,15 @@ class JointLoss(keras.losses.Loss):
         selected = ops.cast(labels > threshold, "float32")
         count = ops.sum(selected)
         return ops.sum(per_row * selected) / ops.maximum(count, 1.0)
+
+    def labels_read(self):
+        if any(threshold is not None for threshold in self.positive_above):
+            return "JointLoss(positive_above=...)", "labels"
+        for loss in self.losses:
+            read = labels_read_by(loss)
+            if read[1] is not None:
+                return read
+        return "JointLoss", None
 
     def terms(self, y_true, y_pred):
         """Each term's value before weighting, as a dict `{name: float32 scalar}`."""

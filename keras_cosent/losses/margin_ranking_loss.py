@@ -3,14 +3,13 @@
 `margin_ranking_loss` holds the maths; `MarginRankingLoss` wraps it.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.losses._validation import check_one_of
 from keras_cosent.losses._validation import check_positive_float
-from keras_cosent.losses._validation import labels_for_call
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.utils.similarity import l2_normalize
 
 FORMS = ("hinge", "logistic")
@@ -51,7 +50,7 @@ def margin_ranking_loss(y_true, y_pred, margin=0.2, form="hinge", scale=20.0):
 
 
 @keras_cosent_export
-class MarginRankingLoss(keras.losses.Loss):
+class MarginRankingLoss(LabelsCheckedLoss):
     """Margin ranking: the positive's cosine must beat each negative's.
 
     With `y_pred` `(batch, 2 + k, dim)` (query, positive, `k >= 1`
@@ -101,9 +100,8 @@ class MarginRankingLoss(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction)
         self.margin, self.form, self.scale = _check_arguments(margin, form, scale)
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        y_true = labels_for_call(y_true, "MarginRankingLoss")
-        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+    def labels_read(self):
+        return "MarginRankingLoss", None
 
     def call(self, y_true, y_pred):
         return margin_ranking_loss(

@@ -3,13 +3,14 @@
 `matryoshka_loss` holds the maths; `MatryoshkaLoss` wraps it.
 """
 
-import numbers
-
 import keras
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import as_sequence
 from keras_cosent.losses._validation import check_non_negative_float
+from keras_cosent.losses._validation import labels_read_by
+from keras_cosent.utils.truncation import check_matryoshka_dims
 from keras_cosent.utils.truncation import truncate_embeddings
 
 
@@ -20,21 +21,7 @@ def _check_dims_and_weights(dims, weights):
     dim would count its truncation twice, and is refused as
     `keras_cosent.training.build(matryoshka_dims=...)` refuses it.
     """
-    checked = as_sequence(dims)
-    if not checked or any(
-        isinstance(d, bool) or not isinstance(d, numbers.Integral) or d <= 0 for d in checked
-    ):
-        raise ValueError(
-            f"`dims` should be a non-empty sequence of positive ints. "
-            f"Received: `dims`={dims!r}"
-        )
-    checked = tuple(int(d) for d in checked)
-    repeated = sorted({d for d in checked if checked.count(d) > 1})
-    if repeated:
-        raise ValueError(
-            f"`dims` repeats {repeated}; each dimension counts once (a larger weight "
-            f"counts it more). Received: `dims`={dims!r}"
-        )
+    checked = check_matryoshka_dims(dims)
     if weights is None:
         return checked, (1.0,) * len(checked)
     weight_tuple = as_sequence(weights)
@@ -71,7 +58,7 @@ def matryoshka_loss(y_true, y_pred, loss, dims, weights=None):
 
 
 @keras_cosent_export
-class MatryoshkaLoss(keras.losses.Loss):
+class MatryoshkaLoss(LabelsCheckedLoss):
     """Applies an embedding loss to several leading slices of the embeddings.
 
     For each `d` in `dims`, the inner `loss` is computed on the first `d`
@@ -124,6 +111,9 @@ class MatryoshkaLoss(keras.losses.Loss):
             )
         self.loss = loss
         self.dims, self.weights = _check_dims_and_weights(dims, weights)
+
+    def labels_read(self):
+        return labels_read_by(self.loss)
 
     def call(self, y_true, y_pred):
         return matryoshka_loss(y_true, y_pred, self.loss, self.dims, self.weights)

@@ -17,12 +17,13 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses.joint_loss import _check_losses
 from keras_cosent.losses.joint_loss import _check_name
 
 
 @keras_cosent_export
-class MultiTaskLoss(keras.losses.Loss):
+class MultiTaskLoss(LabelsCheckedLoss):
     """Applies task `t`'s loss to a batch whose `y_true[:, 1]` is `t`.
 
     Args:
@@ -78,6 +79,9 @@ class MultiTaskLoss(keras.losses.Loss):
         self.losses = losses
         self.names = tuple(names)
         self.columns = tuple(columns)
+
+    def labels_read(self):
+        return "MultiTaskLoss", "the labels and the task index"
 
     @staticmethod
     def task_index(y_true):

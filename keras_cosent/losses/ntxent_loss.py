@@ -3,12 +3,11 @@
 `ntxent_loss` holds the maths; `NTXentLoss` wraps it as a `keras.losses.Loss`.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_positive_float
-from keras_cosent.losses._validation import labels_for_call
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -44,7 +43,7 @@ def ntxent_loss(y_true, y_pred, temperature=0.05):
 
 
 @keras_cosent_export
-class NTXentLoss(keras.losses.Loss):
+class NTXentLoss(LabelsCheckedLoss):
     """NT-Xent (SimCLR): each of the 2N views must pick its partner view.
 
     With `y_pred` of shape `(batch, 2, dim)` (two views of each example, 2N
@@ -90,9 +89,8 @@ class NTXentLoss(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction)
         self.temperature = check_positive_float("temperature", temperature)
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        y_true = labels_for_call(y_true, "NTXentLoss")
-        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+    def labels_read(self):
+        return "NTXentLoss", None
 
     def call(self, y_true, y_pred):
         return ntxent_loss(y_true, y_pred, temperature=self.temperature)

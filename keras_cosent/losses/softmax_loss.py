@@ -4,10 +4,10 @@ The trainable classifier is `keras_cosent.layers.SoftmaxClassifierHead`;
 `softmax_loss` and `SoftmaxLoss` are the cross-entropy on its logits.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import flat_labels
 
 
@@ -57,7 +57,7 @@ def softmax_loss(y_true, y_pred, num_labels=None):
 
 
 @keras_cosent_export
-class SoftmaxLoss(keras.losses.Loss):
+class SoftmaxLoss(LabelsCheckedLoss):
     """Sentence-BERT softmax objective: cross-entropy over the pair's class logits.
 
     Sentence-BERT (Reimers & Gurevych 2019) trains the encoder on NLI by
@@ -125,6 +125,9 @@ class SoftmaxLoss(keras.losses.Loss):
     def __init__(self, num_labels=None, name="softmax_loss", reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
         self.num_labels = _check_num_labels(num_labels)
+
+    def labels_read(self):
+        return "SoftmaxLoss", "one label per pair"
 
     def call(self, y_true, y_pred):
         return softmax_loss(y_true, y_pred, num_labels=self.num_labels)

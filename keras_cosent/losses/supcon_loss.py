@@ -3,13 +3,12 @@
 `supcon_loss` holds the maths; `SupConLoss` wraps it as a `keras.losses.Loss`.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
-from keras_cosent.losses._validation import labels_for_call
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -54,7 +53,7 @@ def supcon_loss(y_true, y_pred, temperature=0.1):
 
 
 @keras_cosent_export
-class SupConLoss(keras.losses.Loss):
+class SupConLoss(LabelsCheckedLoss):
     """Supervised contrastive loss: pull together all samples of a class.
 
     Over all samples `a` (views flattened, each view with its row's label):
@@ -99,9 +98,8 @@ class SupConLoss(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction)
         self.temperature = check_positive_float("temperature", temperature)
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        y_true = labels_for_call(y_true, "SupConLoss", "class labels")
-        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+    def labels_read(self):
+        return "SupConLoss", "class labels"
 
     def call(self, y_true, y_pred):
         return supcon_loss(y_true, y_pred, temperature=self.temperature)

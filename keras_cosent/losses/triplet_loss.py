@@ -3,14 +3,13 @@
 `triplet_loss` holds the maths; `TripletLoss` wraps it as a `keras.losses.Loss`.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.losses._validation import check_one_of
 from keras_cosent.losses._validation import flat_labels
-from keras_cosent.losses._validation import labels_for_call
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -95,7 +94,7 @@ def triplet_loss(y_true, y_pred, margin=0.5, distance="cosine", mining=None):
 
 
 @keras_cosent_export
-class TripletLoss(keras.losses.Loss):
+class TripletLoss(LabelsCheckedLoss):
     """Triplet loss: the anchor must be nearer its positive than its negative.
 
     With `mining=None`, `y_pred` is `(batch, 3, dim)` (anchor, positive,
@@ -155,10 +154,9 @@ class TripletLoss(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction)
         self.margin, self.distance, self.mining = _check_arguments(margin, distance, mining)
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
+    def labels_read(self):
         needs = None if self.mining is None else "class labels"
-        y_true = labels_for_call(y_true, "TripletLoss(mining='batch_hard')", needs)
-        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+        return "TripletLoss(mining='batch_hard')", needs
 
     def call(self, y_true, y_pred):
         return triplet_loss(

@@ -15,8 +15,6 @@ tokens are partly duplicated (ESimCSE).
 import collections
 import inspect
 
-import numpy as np
-
 from keras_cosent import distributed
 from keras_cosent.data.pair_batches import PairBatches
 from keras_cosent.data.pair_dataset import PairDataset
@@ -38,6 +36,7 @@ from keras_cosent.utils.arguments import check_non_negative_float
 from keras_cosent.utils.arguments import check_positive_float
 from keras_cosent.utils.arguments import check_positive_int
 from keras_cosent.utils.arguments import is_number
+from keras_cosent.utils.truncation import check_matryoshka_dims
 
 TrainingSetup = collections.namedtuple(
     "TrainingSetup", ["model", "batches", "optimizer", "loss", "encoder", "dataset", "objective"]
@@ -189,7 +188,9 @@ def build(
             f"needs at least {objective.min_batch_size} rows per batch."
         )
     if matryoshka_dims is not None:
-        matryoshka_dims = check_matryoshka_dims(matryoshka_dims, encoder.embedding_dim)
+        matryoshka_dims = check_matryoshka_dims(
+            matryoshka_dims, encoder.embedding_dim, "matryoshka_dims"
+        )
         if objective.wrap_model is not None:
             raise ValueError(
                 f"`matryoshka_dims` needs a loss on the embeddings, and objective "
@@ -310,38 +311,3 @@ def check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup,
     check_non_negative_float("weight_decay", weight_decay)
 
 
-def check_matryoshka_dims(dims, embedding_dim):
-    """`dims` as a tuple of ints, checked: distinct, positive, at most `embedding_dim`.
-
-    Example:
-
-    >>> from keras_cosent.training.builder import check_matryoshka_dims
-    >>> check_matryoshka_dims([384, 128, 64], 384)
-    (384, 128, 64)
-    """
-    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
-        raise ValueError(
-            f"`matryoshka_dims` should be a sequence of positive ints. "
-            f"Received: `matryoshka_dims`={dims!r}"
-        )
-    dims = tuple(dims)
-    if not dims:
-        raise ValueError("`matryoshka_dims` is empty; give at least one dimension.")
-    for dim in dims:
-        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim <= 0:
-            raise ValueError(
-                f"`matryoshka_dims` should hold positive ints; {dim!r} is not one. "
-                f"Received: `matryoshka_dims`={dims!r}"
-            )
-        if dim > embedding_dim:
-            raise ValueError(
-                f"`matryoshka_dims` entry {dim} is larger than the embedding dimension "
-                f"{embedding_dim}. Received: `matryoshka_dims`={dims!r}"
-            )
-    repeated = sorted({int(d) for d in dims if dims.count(d) > 1})
-    if repeated:
-        raise ValueError(
-            f"`matryoshka_dims` repeats {repeated}; each dimension counts once. "
-            f"Received: `matryoshka_dims`={dims!r}"
-        )
-    return tuple(int(d) for d in dims)

@@ -24,9 +24,9 @@ from keras_cosent.models.sequence_packing import supports_packing
 from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
-from keras_cosent.training.builder import check_matryoshka_dims
 from keras_cosent.training.builder import check_training_arguments
 from keras_cosent.training.objectives import get_objective
+from keras_cosent.utils.truncation import check_matryoshka_dims
 
 
 @dataclasses.dataclass
@@ -172,7 +172,9 @@ def build_multi(
         raise ValueError(f"`sampling` should be one of {SAMPLINGS}. Received: `sampling`={sampling!r}")
     check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup, weight_decay)
     if matryoshka_dims is not None:
-        matryoshka_dims = check_matryoshka_dims(matryoshka_dims, encoder.embedding_dim)
+        matryoshka_dims = check_matryoshka_dims(
+            matryoshka_dims, encoder.embedding_dim, "matryoshka_dims"
+        )
     objectives = [get_objective(task.objective) for task in tasks]
     for index, (task, objective) in enumerate(zip(tasks, objectives)):
         objective.check_loss_options(dict(task.loss_options or {}),

@@ -519,6 +519,9 @@ class JointObjective(Objective):
 def joint_objective(spec):
     """The `JointObjective` of a spec `"name:weight,name:weight"` (weight defaults to 1).
 
+    A weight of 0 logs its term (`loss_<name>`) without training on it; at
+    least one weight must be positive.
+
     All terms train on one batch layout. Over scored pairs (when any term is a
     pair-ranking objective such as `cosent`), an (anchor, positive) objective
     such as `infonce` counts only the pairs scored above 2.5 as positives,
@@ -546,10 +549,10 @@ def joint_objective(spec):
             value = float(weight) if weight else 1.0
         except ValueError:
             value = float("nan")
-        if not np.isfinite(value) or value <= 0:
+        if not np.isfinite(value) or value < 0:
             raise ValueError(
-                f"The weight of {name!r} in the joint objective {spec!r} should be a positive "
-                f"number. Received: {weight!r}"
+                f"The weight of {name!r} in the joint objective {spec!r} should be a number "
+                f">= 0 (0 logs the term without training on it). Received: {weight!r}"
             )
         objective = OBJECTIVES[name]
         if objective.wrap_model is not None:
@@ -562,6 +565,10 @@ def joint_objective(spec):
     names = [t.name for t in terms]
     if len(set(names)) != len(names):
         raise ValueError(f"The joint objective {spec!r} names an objective twice")
+    if not any(weights):
+        raise ValueError(
+            f"The joint objective {spec!r} should give at least one term a positive weight"
+        )
     scored = [t for t in terms if t.shape is scored_pairs]
     if scored:
         base = scored[0]

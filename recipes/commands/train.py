@@ -116,7 +116,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
     "and batch-hard-triplet csv/tsv/jsonl texts with a class --label-column; simcse takes "
     "any sentences. Joint: "
     "'infonce:1.0,cosent:0.5' trains the weighted sum on each batch (over scored pairs, "
-    "infonce/ntxent count the pairs above 2.5), logging each term as loss_<name>. With "
+    "infonce/ntxent count the pairs above 2.5), logging each term as loss_<name> (a weight "
+    "of 0 logs a term without training on it). With "
     "several --train files: once (for all) or once per --train, in order.",
 )
 @click.option("--train", type=INPUT_FILE, multiple=True, default=(),

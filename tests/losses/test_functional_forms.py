@@ -12,10 +12,16 @@ import keras
 import numpy as np
 import pytest
 
+from keras_cosent.losses import AnglELoss
 from keras_cosent.losses import CoSENTLoss
+from keras_cosent.losses import CosineMSELoss
 from keras_cosent.losses import InfoNCELoss
+from keras_cosent.losses import JointLoss
 from keras_cosent.losses import MarginRankingLoss
+from keras_cosent.losses import MatryoshkaLoss
+from keras_cosent.losses import MultiTaskLoss
 from keras_cosent.losses import NTXentLoss
+from keras_cosent.losses import SoftmaxLoss
 from keras_cosent.losses import SupConLoss
 from keras_cosent.losses import TripletLoss
 from keras_cosent.losses import angle_loss
@@ -107,6 +113,8 @@ LABEL_FREE = [
     (NTXentLoss(), PAIRS),
     (TripletLoss(), TRIPLETS),
     (MarginRankingLoss(), TRIPLETS),
+    (MatryoshkaLoss(InfoNCELoss(), dims=[8, 4]), PAIRS),
+    (JointLoss([InfoNCELoss(), NTXentLoss()], weights=[1.0, 0.5]), PAIRS),
 ]
 
 
@@ -134,6 +142,24 @@ LABELLED = {
         "`InfoNCELoss(mask_false_negatives=True)` reads one label per pair"),
     "cosent_loss": (lambda: cosent_loss(None, PAIRS), "`CoSENTLoss` reads one label per pair"),
     "angle_loss": (lambda: angle_loss(None, PAIRS), "`AnglELoss` reads one label per pair"),
+    "CoSENTLoss": (lambda: CoSENTLoss()(None, PAIRS), "`CoSENTLoss` reads one label per pair"),
+    "AnglELoss": (lambda: AnglELoss()(None, PAIRS), "`AnglELoss` reads one label per pair"),
+    "CosineMSELoss": (
+        lambda: CosineMSELoss()(None, PAIRS), "`CosineMSELoss` reads one label per pair"),
+    "SoftmaxLoss": (
+        lambda: SoftmaxLoss()(None, PAIRS[:, 0, :3]), "`SoftmaxLoss` reads one label per pair"),
+    "MatryoshkaLoss-of-a-labelled-loss": (
+        lambda: MatryoshkaLoss(CoSENTLoss(), dims=[8, 4])(None, PAIRS),
+        "`CoSENTLoss` reads one label per pair"),
+    "JointLoss-with-a-labelled-term": (
+        lambda: JointLoss([InfoNCELoss(), CoSENTLoss()])(None, PAIRS),
+        "`CoSENTLoss` reads one label per pair"),
+    "JointLoss-positive_above": (
+        lambda: JointLoss([InfoNCELoss(), NTXentLoss()], positive_above=[2.5, None])(None, PAIRS),
+        "`JointLoss(positive_above=...)` reads labels"),
+    "MultiTaskLoss": (
+        lambda: MultiTaskLoss([InfoNCELoss()], ["pairs"], [2])(None, PAIRS),
+        "`MultiTaskLoss` reads the labels and the task index"),
 }
 
 

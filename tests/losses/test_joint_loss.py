@@ -65,6 +65,7 @@ def test_a_batch_with_no_row_above_the_threshold_gives_a_zero_term():
         ({"weights": [1.0, float("nan")]}, "finite"),
         ({"weights": [-1.0, 1.0]}, "`weights`=-1.0"),
         ({"weights": 1.0}, "`weights`=1.0"),
+        ({"weights": [0.0, 0.0]}, "at least one loss a positive weight"),
         ({"names": ["a", "a"]}, "distinct"),
         ({"names": ["a", "b c"]}, "'b c'"),
         ({"positive_above": [2.5, "high"]}, "positive_above"),

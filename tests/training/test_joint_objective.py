@@ -30,13 +30,16 @@ def test_a_spec_names_terms_weights_and_thresholds():
     assert objective.weights == (1.0, 0.5) and objective.positive_above == (2.5, None)
     assert objective.label_mode == "score" and objective.unique_texts
     assert get_objective("cosent,angle").weights == (1.0, 1.0)
+    # A weight of 0 logs a term without training on it, as JointLoss allows.
+    assert get_objective("infonce:0,cosent").weights == (0.0, 1.0)
 
 
 @pytest.mark.parametrize(
     "spec,match",
     [
         ("infonce:1,quadruplet:1", "'quadruplet'"),
-        ("infonce:-1,cosent", "positive number"),
+        ("infonce:-1,cosent", "number >= 0"),
+        ("infonce:0,cosent:0", "at least one term a positive weight"),
         ("infonce:abc,cosent", "'abc'"),
         ("sbert-softmax,cosent", "trains a head"),
         ("cosent,cosent:2", "twice"),
