@@ -195,8 +195,10 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
     count = config["mine_negatives"]
     if not mined.is_file():
         if count == 0:
-            rows = [[data.queries[q], data.corpus[d]]
-                    for q, judged in data.qrels.items() for d, s in judged.items() if s >= 1]
+            pairs = [(data.queries[q], data.corpus[d])
+                     for q, judged in data.qrels.items() for d, s in judged.items() if s >= 1]
+            rows = [[q, d] for q, d in pairs if q.strip() and d.strip()]
+            blank = len(pairs) - len(rows)
         else:
             env.note(f"mining {count} hard negative(s) per row for {len(data.queries)} queries "
                      f"over {len(data.corpus)} documents with the starting encoder")
@@ -212,6 +214,13 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
                 env.note(f"{report['filled_rows']} of {report['rows']} rows had "
                          f"{_fewer_negatives(count)} past the margin and were completed with "
                          "random documents (--mine-fill random)")
+            blank = report["blank_rows"]
+        if blank:
+            env.note(f"{blank} (query, positive) pairs of {data.source} have a blank query or "
+                     "positive and make no training row")
+        if not rows:
+            raise CliError(f"{data.source}: the query or the positive of every (query, "
+                           "positive) pair is blank: no training row")
         write_atomically(mined, lambda path: write_retrieval_triplets(rows, path))
     shutil.copyfile(mined, directory / MINED_FILE)
     train = read_retrieval_triplets(mined, num_negatives=count)

@@ -394,7 +394,8 @@ def read_retrieval_triplets(path, num_negatives=None):
     Every row must have the same number of negatives unless `num_negatives` (an
     int >= 0) is given: then rows are cut to that many and rows with fewer are
     skipped (counted in `skipped`); 0 keeps every row as a (query, positive)
-    pair.
+    pair. An empty query or positive is refused, naming the line, as the
+    writer refuses it.
     """
     if num_negatives is not None and (not is_int(num_negatives) or num_negatives < 0):
         raise ValueError(
@@ -406,6 +407,10 @@ def read_retrieval_triplets(path, num_negatives=None):
         for key in ("query", "positive"):
             if not isinstance(record.get(key), str):
                 raise DataFormatError(path, line_number, f"`{key}` missing or not a string")
+            if not record[key].strip():
+                # As write_retrieval_triplets refuses it: an empty anchor or
+                # positive would train toward the empty string's embedding.
+                raise DataFormatError(path, line_number, f"`{key}` is empty")
         negatives = record.get("negatives", [])
         if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
             raise DataFormatError(path, line_number, "`negatives` should be a list of strings")

@@ -167,7 +167,9 @@ def mine_hard_negatives(
         `report`: dict with `rows`, `short_rows` (rows with fewer mined
         negatives than asked), `short_queries`, `filled_rows` (short rows
         completed by `fill`; fewer than `short_rows` only when the corpus has
-        too few documents left) and `num_negatives`.
+        too few documents left), `blank_rows` ((query, positive) pairs left out
+        because the query's or the positive's text is blank: no training row,
+        and `write_retrieval_triplets` refuses them) and `num_negatives`.
 
     Example:
 
@@ -266,14 +268,20 @@ def mine_hard_negatives(
     scores, indices = top_k(query_embeddings, corpus_embeddings, k, chunk_size=chunk_size,
                             use_faiss=use_faiss)
     rng = np.random.default_rng(seed)
-    rows, short_rows, short_queries, filled_rows = [], 0, set(), 0
+    rows, short_rows, short_queries, filled_rows, blank_rows = [], 0, set(), 0, 0
     for qi, pos in enumerate(positive_index):
+        if not query_texts[qi].strip():
+            blank_rows += len(pos)
+            continue
         pos_set = set(pos)
         off_limits = pos_set | ({own[qi]} if own[qi] is not None else set())
         candidates = [
             (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in off_limits
         ][range_min:range_max]
         for p in pos:
+            if not doc_texts[p].strip():
+                blank_rows += 1  # still off limits as a negative
+                continue
             pos_score = cosine(qi, p)
 
             def passes(s):
@@ -311,6 +319,7 @@ def mine_hard_negatives(
         "short_rows": short_rows,
         "short_queries": len(short_queries),
         "filled_rows": filled_rows,
+        "blank_rows": blank_rows,
         "num_negatives": num_negatives,
     }
     return rows, report

@@ -141,11 +141,21 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         fill=None if fill == "none" else fill, seed=seed, use_faiss=use_faiss,
         ignore_identical_ids=ignore_identical_ids,
     )
+    if not rows:
+        raise CliError(
+            f"no row to write: the query or the positive of all {report['blank_rows']} "
+            f"(query, positive) pairs is blank (--queries {queries}, --corpus {corpus})"
+        )
     write_atomically(output, lambda path: write_retrieval_triplets(rows, path))
     env.log(
         f"wrote {report['rows']} rows ({len(query_texts)} queries) with up to "
         f"{num_negatives} negatives to {output}"
     )
+    if report["blank_rows"]:
+        env.log(
+            f"{report['blank_rows']} (query, positive) pairs with a blank query or positive "
+            "make no row and were left out"
+        )
     if report["filled_rows"]:
         env.log(
             f"{report['filled_rows']} of {report['short_rows']} short rows were completed "

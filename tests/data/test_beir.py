@@ -176,6 +176,11 @@ def test_triplets_round_trip_and_errors(tmp_path):
     path.write_text('{"query": "q", "positive": 3}\n', encoding="utf-8")
     with pytest.raises(DataFormatError, match="`positive` missing"):
         read_retrieval_triplets(path)
+    path.write_text('{"query": "q", "positive": "p"}\n{"query": " ", "positive": "p"}\n',
+                    encoding="utf-8")
+    with pytest.raises(DataFormatError, match="`query` is empty") as info:
+        read_retrieval_triplets(path)
+    assert info.value.line == 2
 
 
 def test_hold_out_queries_on_ocnli_train_keeps_dev_positives_out_of_training(shared_data):

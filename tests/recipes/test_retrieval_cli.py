@@ -530,6 +530,25 @@ def test_mine_errors_name_the_input_and_leave_no_output(cli, tiny_checkpoint, tm
     assert [p.name for p in output.parent.iterdir()] == ["rows.jsonl"]
 
 
+def test_mine_leaves_out_pairs_with_a_blank_query_and_says_so(cli, tiny_checkpoint, tmp_path):
+    folder = write_beir(tmp_path / "beir", "dev", {"q1": "a man", "q2": " "},
+                        {"d1": "a man rides", "d2": "a dog", "d3": "a cat"},
+                        {"q1": {"d1": 1}, "q2": {"d2": 1}})
+    output = tmp_path / "mined.jsonl"
+    result = mine_cli(cli, folder, output, "--num-negatives", 1, "--max-length", 16,
+                      model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert "1 (query, positive) pairs with a blank query or positive make no row" in result.stdout
+    assert [(r["query"], r["positive"]) for r in read_jsonl(output)] == [("a man", "a man rides")]
+
+    only_blank = write_beir(tmp_path / "blank", "dev", {"q2": " "}, {"d2": "a dog"},
+                            {"q2": {"d2": 1}})
+    result = mine_cli(cli, only_blank, tmp_path / "none.jsonl", "--num-negatives", 1,
+                      "--max-length", 16, model=tiny_checkpoint)
+    assert_error_after_notes(result, "no row to write", "is blank")
+    assert not (tmp_path / "none.jsonl").exists()
+
+
 def test_mine_ignore_identical_ids_never_mines_the_query_itself(cli, tiny_checkpoint, tmp_path):
     rows = demo_rows("dev")[:12]
     queries = {f"q{i}": first for i, (first, _, _) in enumerate(rows)}

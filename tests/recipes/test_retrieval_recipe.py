@@ -292,3 +292,46 @@ def test_faiss_mines_and_scores_dev_as_the_numpy_search_does(
 
     result = cli("train", "--train", small_train, "--faiss", "--output", tmp_path / "refused")
     assert_one_line_error(result, "--faiss", "--train-retrieval", "--dev-retrieval")
+
+
+class _Angles:
+    """An encoder stand-in: each text's embedding is given by hand."""
+
+    def __init__(self, vectors):
+        self.vectors = vectors
+
+    def encode(self, texts, batch_size=32, **kwargs):
+        import numpy as np
+
+        return np.array([self.vectors[t] for t in texts], "float32")
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_training_rows_leave_out_pairs_with_a_blank_query_or_positive(tmp_path, count):
+    from keras_cosent.data import RetrievalDataset
+    from recipes.context import Environment
+
+    data = RetrievalDataset(
+        corpus={"d1": "a man rides", "d2": " ", "d3": "a cat", "d4": "a dog"},
+        queries={"q1": "a man", "q2": "\t", "q3": "a bird"},
+        qrels={"q1": {"d1": 1}, "q2": {"d4": 1}, "q3": {"d2": 1}}, source="ir-train")
+    vectors = {"a man rides": [1, 0], " ": [0.9, 0.1], "a cat": [0.5, 0.5], "a dog": [0, 1],
+               "a man": [1, 0.1], "\t": [0, 1], "a bird": [0.4, 0.6]}
+    notes = []
+
+    class Recording(Environment):
+        def note(self, message):
+            notes.append(message)
+
+    config = {"mine_negatives": count, "mine_fill": "none", "mine_relative_margin": "off",
+              "seed": 0, "output": str(tmp_path / "run")}
+    (tmp_path / "backup").mkdir()
+    (tmp_path / "run").mkdir()
+    train = recipes.training.mine_training_rows(
+        config, _Angles(vectors), Recording(), tmp_path / "backup", tmp_path / "run", data)
+    # Only (q1, d1) makes a row; the blank document stays a possible negative.
+    assert [column[0] for column in train.columns[:2]] == ["a man", "a man rides"]
+    assert len(train) == 1
+    if count:
+        assert train.columns[2] == [" "]
+    assert "2 (query, positive) pairs of ir-train have a blank query or positive" in " ".join(notes)

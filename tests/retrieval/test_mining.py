@@ -34,7 +34,19 @@ def test_excludes_positives_and_keeps_rank_order():
     assert [r[:2] for r in rows] == [["the query", "text pos"], ["the query", "text other_pos"]]
     assert rows[0][2:] == ["text unlabelled_dup", "text n1"]
     assert report == {"rows": 2, "short_rows": 0, "short_queries": 0, "filled_rows": 0,
-                      "num_negatives": 2}
+                      "blank_rows": 0, "num_negatives": 2}
+
+
+def test_pairs_with_a_blank_query_or_positive_make_no_row_and_are_counted():
+    corpus = {**CORPUS, "pos": "  "}
+    rows, report = mine_hard_negatives(
+        {"q": "the query", "blank": "\t"}, corpus,
+        {"q": {"pos": 1, "other_pos": 2}, "blank": {"n1": 1}},
+        query_embeddings=np.stack([unit(0), unit(0)]), corpus_embeddings=C_EMB,
+        num_negatives=2)
+    # The blank positive is left out, yet stays off limits as a negative.
+    assert rows == [["the query", "text other_pos", "text unlabelled_dup", "text n1"]]
+    assert report["rows"] == 1 and report["blank_rows"] == 2
 
 
 def test_absolute_margin_drops_candidates_near_or_above_positive():
