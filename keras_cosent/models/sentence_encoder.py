@@ -105,6 +105,7 @@ class SentenceEncoder(keras.Model):
                 f"Unknown `pooling`={pooling!r}. Expected one of {sorted(POOLING_LAYERS)}."
             )
         max_length = sentence_preprocessing.check_max_length(max_length, backbone)
+        _check_vocabulary_fits(tokenizer, backbone)
         if exact_gelu:
             # Backbone constructors hard-code their activation, so a reloaded
             # backbone comes back approximate: re-apply on every construction.
@@ -463,6 +464,29 @@ def fused_attention_at_inference(model):
     finally:
         for layer, rate in zip(layers, rates):
             compat.set_attention_dropout(layer, rate)
+
+
+def _check_vocabulary_fits(tokenizer, backbone):
+    """Raises if `tokenizer` makes ids that `backbone` has no embedding row for.
+
+    JAX gathers out-of-range rows as NaN and the other backends fail inside
+    the step, so a tokenizer paired with another checkpoint's backbone is
+    refused here. A tokenizer without its vocabulary yet (a `.keras` file's
+    is loaded after construction) is not checked.
+    """
+    rows = getattr(backbone, "vocabulary_size", None)
+    if tokenizer is None or not isinstance(rows, int):
+        return
+    try:
+        size = tokenizer.vocabulary_size()
+    except (ValueError, AttributeError, TypeError):
+        return  # no vocabulary set yet
+    if isinstance(size, int) and size > rows:
+        raise ValueError(
+            f"The tokenizer's vocabulary has {size} tokens but the backbone's token "
+            f"embedding has {rows} rows: ids {rows} to {size - 1} have no embedding. "
+            "Pair the tokenizer with the backbone of the same checkpoint."
+        )
 
 
 def _sequence_output(outputs):

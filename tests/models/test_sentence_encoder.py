@@ -261,6 +261,20 @@ def test_bad_arguments(tiny_encoder, kwargs, match):
         SentenceEncoder(tiny_encoder.backbone, tiny_encoder.tokenizer, **kwargs)
 
 
+def test_a_tokenizer_larger_than_the_backbone_vocabulary_is_refused(tiny_encoder):
+    import keras_hub
+
+    small = keras_hub.models.BertBackbone(
+        vocabulary_size=len(VOCAB) - 3, num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=32)
+    shown = (f"vocabulary has {len(VOCAB)} tokens but the backbone's token embedding has "
+             f"{len(VOCAB) - 3} rows: ids {len(VOCAB) - 3} to {len(VOCAB) - 1}")
+    with pytest.raises(ValueError, match=shown):
+        SentenceEncoder(small, tiny_encoder.tokenizer, max_length=16)
+    # A tokenizer whose vocabulary comes later (as a .keras file loads it) is not checked.
+    SentenceEncoder(small, keras_hub.models.BertTokenizer(), max_length=16)
+
+
 def test_attributes(tiny_encoder):
     assert tiny_encoder.pooling == "mean" and tiny_encoder.max_length == 16
     assert tiny_encoder.pad_id == 0 and tiny_encoder.embedding_dim == 16
