@@ -38,6 +38,7 @@ class MultiTaskLoss(LabelsCheckedLoss):
     Call arguments:
         y_true: float32 `(batch, 2)`: the labels, and the task index (the
             same in every row), as `keras_cosent.data.MultiBatches` gives them.
+            An index outside `[0, len(losses))` gives a NaN loss.
         y_pred: embeddings `(batch, columns, dim)` of that task's batch.
 
     Returns:
@@ -104,6 +105,13 @@ class MultiTaskLoss(LabelsCheckedLoss):
         filler = ops.tile(y_pred[:, :1], (1, width, 1))
         padded = ops.concatenate([y_pred, filler], axis=1)[:, :width]
         branches = [functools.partial(self._task_loss, t) for t in range(len(self.losses))]
+        # `ops.switch` clamps an index out of range on JAX and PyTorch, and the
+        # TensorFlow sum below gives 0: a NaN says so on every backend.
+        valid = ops.logical_and(task >= 0, task < len(self.losses))
+        return ops.where(valid, self._switch(task, branches, labels, padded), float("nan"))
+
+    @staticmethod
+    def _switch(task, branches, labels, padded):
         if keras.backend.backend() == "tensorflow":
             # XLA crashes compiling the gradient of a Case op over inputs of
             # dynamic shape (TF 2.21); every task's loss is computed instead

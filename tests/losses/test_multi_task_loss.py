@@ -53,6 +53,13 @@ def test_the_gradient_is_the_task_losses_own(task):
     np.testing.assert_allclose(grad, expected_grad, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("task", [2, -1])
+def test_a_task_index_out_of_range_gives_nan_on_every_backend(task):
+    # ops.switch alone clamps it to a real task on JAX and PyTorch; TensorFlow gave 0.
+    embeddings = np.random.default_rng(0).normal(size=(4, 3, 8)).astype("float32")
+    assert np.isnan(float(make_loss()(y_of(np.ones(4, "float32"), task), embeddings)))
+
+
 def test_serialization_round_trips():
     loss = make_loss()
     restored = keras.losses.deserialize(keras.losses.serialize(loss))
