@@ -104,7 +104,14 @@ def similarity_matrix(a, b):
     >>> [[round(float(v), 2) for v in row] for row in scores]
     [[1.0, 0.6], [0.6, 1.0]]
     """
-    b_t = ops.transpose(ops.convert_to_tensor(b))
+    a, b = ops.convert_to_tensor(a), ops.convert_to_tensor(b)
+    if len(a.shape) != 2 or len(b.shape) != 2 or None not in (a.shape[-1], b.shape[-1]) and (
+            a.shape[-1] != b.shape[-1]):
+        raise ValueError(
+            "`a` and `b` should be (n, dim) and (m, dim) with the same dim. Received shapes "
+            f"{tuple(a.shape)} and {tuple(b.shape)}."
+        )
+    b_t = ops.transpose(b)
     if keras.backend.backend() == "jax":
         # Read when the product is traced, so it holds inside compiled steps and
         # for the products of the gradient too.
