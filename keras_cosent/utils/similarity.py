@@ -105,8 +105,9 @@ def similarity_matrix(a, b):
     [[1.0, 0.6], [0.6, 1.0]]
     """
     a, b = ops.convert_to_tensor(a), ops.convert_to_tensor(b)
-    if len(a.shape) != 2 or len(b.shape) != 2 or None not in (a.shape[-1], b.shape[-1]) and (
-            a.shape[-1] != b.shape[-1]):
+    if len(a.shape) != 2 or len(b.shape) != 2 or (
+        None not in (a.shape[1], b.shape[1]) and a.shape[1] != b.shape[1]
+    ):
         raise ValueError(
             "`a` and `b` should be (n, dim) and (m, dim) with the same dim. Received shapes "
             f"{tuple(a.shape)} and {tuple(b.shape)}."

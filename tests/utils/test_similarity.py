@@ -44,7 +44,7 @@ def test_similarity_matrix_matches_numpy():
                                rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("a_shape, b_shape", [((5, 7), (3, 6)), ((2, 5, 7), (3, 7))])
+@pytest.mark.parametrize("a_shape, b_shape", [((5, 7), (3, 6)), ((2, 5, 7), (3, 7)), ((), (3, 7))])
 def test_similarity_matrix_names_the_shapes_it_cannot_multiply(a_shape, b_shape):
     with pytest.raises(ValueError, match=re.escape(f"Received shapes {a_shape} and {b_shape}")):
         similarity_matrix(np.ones(a_shape, "float32"), np.ones(b_shape, "float32"))
