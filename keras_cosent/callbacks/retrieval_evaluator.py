@@ -184,8 +184,7 @@ class RetrievalEvaluator(keras.callbacks.Callback):
             # Spearman metrics report it), not a ranking of arbitrary order.
             warnings.warn(f"{self.name}: {q_bad or c_bad}; its retrieval figures are NaN",
                           stacklevel=2)
-            q, c = np.nan_to_num(q, nan=0.0, posinf=0.0, neginf=0.0), np.nan_to_num(
-                c, nan=0.0, posinf=0.0, neginf=0.0)
+            q, c = (np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (q, c))
         # One more when the query's own document is dropped from its ranking.
         depth = max(self.k_values) + self.ignore_identical_ids
         scores, indices = top_k(

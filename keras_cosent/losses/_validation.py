@@ -68,26 +68,16 @@ def check_labels_given(y_true, loss_name, labels="labels"):
     return y_true
 
 
-def labels_for_call(y_true, loss_name, labels=None):
-    """`y_true` for `Loss.__call__`: checked if the loss reads it, else None allowed.
-
-    Keras' `Loss.__call__` converts `y_true` to a tensor before `call`, so
-    None fails there with a backend's own message. A loss configured to read
-    its labels (`labels` names them) raises a clear error instead; one that
-    ignores them takes None, as its functional form does, and gets a zero in
-    its place, never read (keras-cosent's training feeds these losses zeros).
-    """
-    if labels is not None:
-        return check_labels_given(y_true, loss_name, labels)
-    return 0.0 if y_true is None else y_true
-
-
 class LabelsCheckedLoss(keras.losses.Loss):
     """A `keras.losses.Loss` that checks `y_true` before Keras converts it.
 
-    The base of keras-cosent's losses. Subclasses say what they read from
-    `y_true` with `labels_read`; `__call__` then refuses a missing `y_true`
-    by name, or lets a loss that reads nothing take None (`labels_for_call`).
+    The base of keras-cosent's losses. Keras' `Loss.__call__` converts
+    `y_true` to a tensor before `call`, so None fails there with a backend's
+    own message. Subclasses say what they read from `y_true` with
+    `labels_read`: a loss that reads labels then refuses a missing `y_true` by
+    name; one that ignores them takes None, as its functional form does, and
+    gets a zero in its place, never read (keras-cosent's training feeds these
+    losses zeros).
     """
 
     def labels_read(self):
@@ -96,7 +86,10 @@ class LabelsCheckedLoss(keras.losses.Loss):
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         loss_name, labels = self.labels_read()
-        y_true = labels_for_call(y_true, loss_name, labels)
+        if labels is not None:
+            check_labels_given(y_true, loss_name, labels)
+        elif y_true is None:
+            y_true = 0.0
         return super().__call__(y_true, y_pred, sample_weight=sample_weight)
 
 

@@ -6,10 +6,10 @@
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import check_bool
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
-from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 

@@ -6,10 +6,10 @@
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.losses._validation import check_one_of
 from keras_cosent.losses._validation import check_positive_float
-from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.utils.similarity import l2_normalize
 
 FORMS = ("hinge", "logistic")

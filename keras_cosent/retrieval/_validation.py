@@ -11,23 +11,16 @@ encoding pass.
 import collections.abc
 import itertools
 import math
-import numbers
-
-import numpy as np
 
 from keras_cosent.utils.arguments import is_int
+from keras_cosent.utils.arguments import is_number
 
 
 def is_grade(value):
     """True for a relevance grade: an int, or a float equal to one (1.0 from a table)."""
     if is_int(value):
         return True
-    return (
-        isinstance(value, numbers.Real)
-        and not isinstance(value, (bool, np.bool_))
-        and math.isfinite(value)
-        and float(value).is_integer()
-    )
+    return is_number(value) and math.isfinite(value) and float(value).is_integer()
 
 
 def check_k_values(k_values, name="k_values"):
@@ -67,7 +60,6 @@ def some_ids(ids, limit=3):
     ids = list(itertools.islice(ids, limit))
     types = ", ".join(sorted({type(i).__name__ for i in ids}))
     return f"{ids!r} ({types})" if ids else "none"
-
 
 
 def check_nested_mapping(name, value, inner="{doc_id: ...}"):

@@ -29,7 +29,6 @@ from the run counts 0).
 
 import itertools
 import math
-import numbers
 
 import numpy as np
 
@@ -40,6 +39,7 @@ from keras_cosent.retrieval._validation import some_ids
 from keras_cosent.utils.arguments import check_bool
 from keras_cosent.utils.arguments import check_positive_int
 from keras_cosent.utils.arguments import is_int
+from keras_cosent.utils.arguments import is_number
 
 METRICS = ("ndcg", "mrr", "recall", "precision", "map", "accuracy")
 
@@ -208,8 +208,7 @@ def _check_run_and_qrels(run, qrels):
         )
     for qid, docs in run.items():
         for doc_id, score in docs.items():
-            if (isinstance(score, (bool, np.bool_)) or not isinstance(score, numbers.Real)
-                    or not math.isfinite(score)):
+            if not is_number(score) or not math.isfinite(score):
                 raise ValueError(
                     f"`run` should hold finite scores. Received: {score!r} for query "
                     f"{qid!r}, document {doc_id!r}"

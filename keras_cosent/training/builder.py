@@ -309,5 +309,3 @@ def check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup,
             f"`warmup` should be a fraction in [0, 1). Received: `warmup`={warmup!r}"
         )
     check_non_negative_float("weight_decay", weight_decay)
-
-

@@ -16,6 +16,11 @@ def is_int(value):
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
+def is_number(value):
+    """True for a Python or NumPy real number; bools are not numbers here."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
 def check_positive_int(name, value):
     """Returns `value` as an int, or raises if it is not an int >= 1."""
     if not is_int(value) or value < 1:
@@ -43,12 +48,7 @@ def check_bool(name, value, allow_none=False):
 
 def check_positive_float(name, value):
     """Returns `value` as a float, or raises if it is not a finite number > 0."""
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not is_number(value) or not math.isfinite(value) or value <= 0:
         raise ValueError(
             f"`{name}` should be a positive float. Received: `{name}`={value!r}"
         )
@@ -57,11 +57,7 @@ def check_positive_float(name, value):
 
 def check_finite_float(name, value):
     """Returns `value` as a float, or raises if it is not a finite number."""
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-    ):
+    if not is_number(value) or not math.isfinite(value):
         raise ValueError(
             f"`{name}` should be a finite float. Received: `{name}`={value!r}"
         )
@@ -74,8 +70,3 @@ def check_non_negative_float(name, value):
     if value < 0:
         raise ValueError(f"`{name}` should be a float >= 0. Received: `{name}`={value!r}")
     return value
-
-
-def is_number(value):
-    """True for a Python or NumPy real number; bools are not numbers here."""
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
