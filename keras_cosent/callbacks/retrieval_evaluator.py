@@ -176,15 +176,24 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         of two models on the same queries).
         """
         encoder = self._resolve_encoder()
-        q, q_bad = _encoded(encoder, self.query_texts, self.query_ids, self.batch_size, "queries")
-        c, c_bad = _encoded(encoder, self.corpus_texts, self.corpus_ids, self.batch_size,
-                            "corpus")
-        if q_bad or c_bad:
+        q, problem = _encoded(encoder, self.query_texts, self.query_ids, self.batch_size,
+                              "queries")
+        if problem is None:
+            c, problem = _encoded(encoder, self.corpus_texts, self.corpus_ids, self.batch_size,
+                                  "corpus")
+        if problem is not None:
             # A diverged model: NaN has no rank, so every figure is NaN (as the
-            # Spearman metrics report it), not a ranking of arbitrary order.
-            warnings.warn(f"{self.name}: {q_bad or c_bad}; its retrieval figures are NaN",
+            # Spearman metrics report it), not a ranking of arbitrary order. The
+            # search is skipped: an empty run gives the figures' names.
+            warnings.warn(f"{self.name}: {problem}; its retrieval figures are NaN",
                           stacklevel=2)
-            q, c = (np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (q, c))
+            empty = {qid: {} for qid in self.query_ids}
+            result = retrieval_metrics(empty, self.qrels, k_values=self.k_values,
+                                       per_query=per_query)
+            if per_query:
+                means, per = result
+                return _all_nan(means), {qid: _all_nan(row) for qid, row in per.items()}
+            return _all_nan(result)
         # One more when the query's own document is dropped from its ranking.
         depth = max(self.k_values) + self.ignore_identical_ids
         scores, indices = top_k(
@@ -193,14 +202,7 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         run = run_from_top_k(self.query_ids, self.corpus_ids, scores, indices,
                              ignore_identical_ids=self.ignore_identical_ids,
                              depth=max(self.k_values))
-        result = retrieval_metrics(run, self.qrels, k_values=self.k_values, per_query=per_query)
-        if q_bad or c_bad:
-            if per_query:
-                means, per = result
-                result = (_all_nan(means), {qid: _all_nan(row) for qid, row in per.items()})
-            else:
-                result = _all_nan(result)
-        return result
+        return retrieval_metrics(run, self.qrels, k_values=self.k_values, per_query=per_query)
 
     def on_epoch_end(self, epoch, logs=None):
         values = self.evaluate()

@@ -234,7 +234,43 @@ def test_non_finite_embeddings_are_named_and_score_nan_not_a_ranking():
         values, per = evaluator.evaluate(per_query=True)
     assert values and all(np.isnan(v) for v in values.values())
     assert all(np.isnan(v) for row in per.values() for v in row.values())
+    # The same figures, by name, as a healthy model's.
+    healthy, healthy_per = RetrievalEvaluator(Q, C, QR, encoder=AngleEncoder()).evaluate(
+        per_query=True)
+    assert values.keys() == healthy.keys()
+    assert {q: row.keys() for q, row in per.items()} == {
+        q: row.keys() for q, row in healthy_per.items()}
     logs = {}
     with pytest.warns(UserWarning):
         evaluator.on_epoch_end(0, logs)
     assert np.isnan(logs["ir_dev_ndcg@10"])
+
+
+class NanCorpusEncoder(AngleEncoder):
+    def encode(self, texts, batch_size=32):
+        out = super().encode(texts, batch_size)
+        if len(texts) == len(C):
+            out[0] = np.inf
+        return out
+
+
+@pytest.mark.parametrize("encoder_class, what", [(NanEncoder, "queries"),
+                                                 (NanCorpusEncoder, "corpus")])
+def test_non_finite_embeddings_skip_the_search(monkeypatch, encoder_class, what):
+    # NaN figures need no ranking: a diverged model's epoch end does not pay for a
+    # search over the corpus, and bad queries do not pay for encoding it either.
+    from keras_cosent.callbacks import retrieval_evaluator
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("top_k ran on non-finite embeddings")
+
+    monkeypatch.setattr(retrieval_evaluator, "top_k", no_search)
+    encoder = encoder_class()
+    calls = []
+    encode = encoder.encode
+    encoder.encode = lambda texts, batch_size=32: calls.append(len(texts)) or encode(
+        texts, batch_size)
+    with pytest.warns(UserWarning, match=f"texts of `{what}`"):
+        values = RetrievalEvaluator(Q, C, QR, encoder=encoder).evaluate()
+    assert all(np.isnan(v) for v in values.values())
+    assert calls == ([len(Q)] if what == "queries" else [len(Q), len(C)])
