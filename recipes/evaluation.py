@@ -6,14 +6,41 @@ training epoch, so the per-epoch metrics, the final table and `keras-cosent
 evaluate` can never disagree.
 """
 
+import contextlib
+import sys
 
-def evaluate_sts(encoder, dataset, batch_size=64):
+
+class _Announced:
+    """An encoder whose `encode` shows a progress bar on stderr, each call announced by `note`.
+
+    `what` names the texts of each call in turn (e.g. queries, then documents).
+    The bar goes to stderr with the notes, so that stdout holds only the results
+    table (Keras' `Progbar` writes to `sys.stdout`).
+    """
+
+    def __init__(self, encoder, note, what):
+        self._encoder, self._note, self._what = encoder, note, list(what)
+
+    def encode(self, texts, batch_size=32):
+        what = self._what.pop(0) if self._what else "texts"
+        self._note(f"encoding {len(texts)} {what}")
+        with contextlib.redirect_stdout(sys.stderr):
+            return self._encoder.encode(texts, batch_size=batch_size, progress=True)
+
+
+def _announced(encoder, note, *what):
+    return encoder if note is None else _Announced(encoder, note, what)
+
+
+def evaluate_sts(encoder, dataset, batch_size=64, note=None):
     """Corpus-level Spearman and Pearson (x 100) of pair cosines against the labels.
 
     Args:
         encoder: a `keras_cosent.models.SentenceEncoder`.
         dataset: a 2-column `keras_cosent.data.PairDataset` with labels.
         batch_size: sentences per forward pass.
+        note: a callable taking a message: if given, each encoding is announced
+            through it and shows a progress bar (`keras-cosent evaluate`).
 
     Returns:
         `{"pairs": int, "spearman": float, "pearson": float}`.
@@ -21,7 +48,8 @@ def evaluate_sts(encoder, dataset, batch_size=64):
     from keras_cosent.callbacks import SpearmanEvaluator
 
     evaluator = SpearmanEvaluator.from_dataset(
-        dataset, encoder=encoder, batch_size=batch_size, verbose=0
+        dataset, encoder=_announced(encoder, note, "distinct sentences"), batch_size=batch_size,
+        verbose=0
     )
     scores = evaluator.evaluate()
     return {
@@ -63,7 +91,7 @@ def note_identical_ids(env, dataset, option, ignored):
 
 
 def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=False,
-                       use_faiss=False, ignore_identical_ids=False):
+                       use_faiss=False, ignore_identical_ids=False, note=None):
     """Retrieval metrics (x 100) of the encoder's cosine ranking on a BEIR split.
 
     Args:
@@ -75,6 +103,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
         use_faiss: search with faiss' exact index instead of NumPy (`top_k`).
         ignore_identical_ids: leave each query's own document (same id) out of
             its ranking, as BEIR does.
+        note: as in `evaluate_sts`.
 
     Returns:
         `{"queries": int, "documents": int, "ndcg@10": float, ...}`: every
@@ -86,7 +115,8 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
     from recipes.reporting import RETRIEVAL_COLUMNS
 
     evaluator = RetrievalEvaluator.from_dataset(
-        dataset, encoder=encoder, batch_size=batch_size,
+        dataset, encoder=_announced(encoder, note, "queries", "documents"),
+        batch_size=batch_size,
         k_values=RETRIEVAL_CUTOFFS + (top_k,), verbose=0, use_faiss=use_faiss,
         ignore_identical_ids=ignore_identical_ids,
     )
@@ -103,7 +133,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
     return result
 
 
-def evaluate_clustering(encoder, texts, labels, batch_size=64, seed=0):
+def evaluate_clustering(encoder, texts, labels, batch_size=64, seed=0, note=None):
     """V-measure (x 100) of k-means clusters of the embeddings against the labels (as MTEB).
 
     k is the number of distinct labels; `keras_cosent.retrieval.v_measure`
@@ -114,6 +144,7 @@ def evaluate_clustering(encoder, texts, labels, batch_size=64, seed=0):
     """
     from keras_cosent.retrieval import v_measure
 
+    encoder = _announced(encoder, note, "texts")
     embeddings = encoder.encode(list(texts), batch_size=batch_size)
     return {
         "texts": len(texts),

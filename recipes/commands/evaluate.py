@@ -128,7 +128,7 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
             data, format, parse_text_columns(text_columns), label_column, option="DATA"
         )
         encoder = load_encoder(model, max_length=max_length)
-        result = evaluate_sts(encoder, dataset, batch_size=batch_size)
+        result = evaluate_sts(encoder, dataset, batch_size=batch_size, note=env.note)
         name = os.path.basename(data)
         record = {"model": model, "data": os.path.abspath(data), "format": format, **result}
     elif task == "clustering":
@@ -140,7 +140,8 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         )
         texts, labels = read_labelled_texts(data, format, text_column, label_column)
         encoder = load_encoder(model, max_length=max_length)
-        result = evaluate_clustering(encoder, texts, labels, batch_size=batch_size)
+        result = evaluate_clustering(encoder, texts, labels, batch_size=batch_size,
+                                     note=env.note)
         name = os.path.basename(data)
         record = {"model": model, "data": os.path.abspath(data), "task": task,
                   "text_column": text_column, "label_column": label_column, **result}
@@ -155,7 +156,7 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         encoder = load_encoder(model, max_length=max_length)
         result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k,
                                     per_query=per_query, use_faiss=use_faiss,
-                                    ignore_identical_ids=ignore_identical_ids)
+                                    ignore_identical_ids=ignore_identical_ids, note=env.note)
         name = f"{os.path.basename(os.path.normpath(data))} ({split})"
         record = {"model": model, "data": os.path.abspath(data), "task": task, "split": split,
                   "top_k": top_k, "search": "faiss" if use_faiss else "numpy",

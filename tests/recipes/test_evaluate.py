@@ -37,6 +37,10 @@ def test_json_matches_scipy_on_numpy_cosines(cli, trained_run, tmp_path):
     assert record["format"] == "pair-tsv"
     # The table printed shows the same numbers.
     assert f"{record['spearman']:.2f}" in result.stdout
+    # Each distinct sentence is encoded once, announced with a progress bar on stderr.
+    distinct = len(set(first) | set(second))
+    assert f"encoding {distinct} distinct sentences" in result.stderr
+    assert f"{distinct}/{distinct}" in result.stderr and "/sentence" not in result.stdout
 
 
 def test_evaluate_a_checkpoint_directory(cli, tiny_checkpoint, trained_run):

@@ -134,6 +134,10 @@ def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_dat
     assert table[0].split() == ["split", "queries", "docs", "ndcg@10", "mrr@10", "recall@10",
                                 "map@100"]
     assert table[1].split()[-4:] == [f"{record[k]:.2f}" for k in README_STSB_TEST]
+    assert len(table) == 2
+    # The encodings are announced, with a progress bar, on stderr.
+    assert "encoding 40 queries" in result.stderr and "encoding 150 documents" in result.stderr
+    assert "150/150" in result.stderr and "/sentence" not in result.stdout
 
 
 def count_faiss_searches(monkeypatch):
@@ -320,6 +324,8 @@ def test_evaluate_clustering_equals_sklearn(cli, minilm, shared_data, tmp_path):
     expected = 100 * v_measure_score([g for _, g in rows], clusters)
     assert record["v_measure"] == pytest.approx(expected, abs=1e-6)
     assert f"{record['v_measure']:.2f}" in result.stdout
+    assert "encoding 120 texts" in result.stderr and "120/120" in result.stderr
+    assert "/sentence" not in result.stdout
 
 
 def test_evaluate_clustering_input_errors(cli, tmp_path):
