@@ -55,7 +55,7 @@ CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
 @click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
               help="Format of DATA for --task sts (pair-tsv: sentence1 TAB sentence2 TAB score).")
 @text_column_options
-@click.option("--split", default=None, show_default="the folder's only qrels file",
+@click.option("--split", default=None, show_default="the folder's only qrels file, else test",
               help="Retrieval: the qrels/<split>.tsv of DATA to evaluate on.")
 @click.option("--top-k", type=click.IntRange(min=100), default=100, show_default=True,
               help="Retrieval: documents retrieved per query (exact search); metrics are "
@@ -109,7 +109,7 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
             "corpus.jsonl, queries.jsonl and qrels/<split>.tsv", param_hint="DATA"
         )
     if task == "retrieval":
-        split = retrieval_split(data, split, option="DATA")
+        split = retrieval_split(data, split, option="DATA", preferred="test", note=env.note)
     if task == "clustering":
         try:
             import sklearn  # noqa: F401  (k-means; an optional dependency)

@@ -148,7 +148,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) scored after "
               "every epoch (ir_dev_ndcg@10, ir_dev_mrr@10, ... in metrics.csv) and at the end.")
 @click.option("--dev-retrieval-split", default=None,
-              show_default="the folder's only qrels file",
+              show_default="the folder's only qrels file, else dev",
               help="The qrels/<split>.tsv of --dev-retrieval to score on.")
 @click.option("--dev-retrieval-holdout", type=click.IntRange(min=1), default=None,
               show_default="none",
@@ -163,7 +163,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "directory (mined.jsonl, as `keras-cosent mine` writes), and the (query, "
               "positive, negatives...) rows train the --loss (infonce).")
 @click.option("--train-retrieval-split", default=None,
-              show_default="the folder's only qrels file",
+              show_default="the folder's only qrels file, else train",
               help="The qrels/<split>.tsv of --train-retrieval to train on.")
 @click.option("--mine-negatives", type=click.IntRange(min=0), default=3, show_default=True,
               help="Hard negatives mined per row for --train-retrieval, from each query's 50 "
@@ -341,7 +341,7 @@ def train(ctx, env, **options):
     resolve_per_train_options(ctx, options, resume=resume)
     check_combinations(ctx, options)
     # Before the backend loads, so that a wrong folder or split fails at once.
-    resolve_retrieval_splits(options)
+    resolve_retrieval_splits(options, env.note)
     env.activate_backend()
     from keras_cosent.training import get_objective
 
@@ -539,18 +539,21 @@ def _is_other_rank(config):
         return distributed.rank() != 0
 
 
-def resolve_retrieval_splits(options):
+def resolve_retrieval_splits(options, note=None):
     """Makes `--train-retrieval`/`--dev-retrieval` absolute and names their qrels split.
 
-    A folder without qrels, or without the split asked for (or with several
-    and none asked for), is a one-line error naming the option.
+    With several qrels files and none asked for, `--train-retrieval` reads
+    `train` and `--dev-retrieval` reads `dev` where the folder has them (said
+    through `note`). A folder without qrels, or without the split asked for
+    (or with several, none asked for and none of that name), is a one-line
+    error naming the option.
     """
-    for key in ("train_retrieval", "dev_retrieval"):
+    for key, preferred in (("train_retrieval", "train"), ("dev_retrieval", "dev")):
         if options.get(key) is not None:
             option = "--" + key.replace("_", "-")
             folder = options[key] = os.path.abspath(options[key])
             options[f"{key}_split"] = retrieval_split(
-                folder, options[f"{key}_split"], option, f"{option}-split"
+                folder, options[f"{key}_split"], option, f"{option}-split", preferred, note
             )
 
 

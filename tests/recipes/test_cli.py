@@ -10,6 +10,7 @@ import pytest
 
 from recipes.cli import main
 from recipes.context import BACKENDS
+from recipes.errors import CliError
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMANDS = ("train", "evaluate", "encode", "mine", "export", "export-st", "check-serving")
@@ -187,8 +188,9 @@ def test_a_wrong_beir_folder_or_split_fails_before_the_backend_loads(tmp_path, c
         "train-split": (["train", "--train-retrieval", beir, "--train-retrieval-split", "test",
                          "--output", out], ("--train-retrieval", "no qrels/test.tsv",
                                              "its splits are dev, train")),
-        "train-folder": (["train", "--train-retrieval", beir, "--output", out],
-                         ("has the splits dev, train", "--train-retrieval-split")),
+        "train-folder": (["train", "--train-retrieval",
+                          _beir_folder(tmp_path / "no-train", ("dev", "test")), "--output", out],
+                         ("has the splits dev, test", "--train-retrieval-split")),
         "dev-split": (["train", "--dev-retrieval", not_beir, "--output", out],
                       ("--dev-retrieval", "not a BEIR folder")),
         "evaluate": (["evaluate", "some-model", beir, "--task", "retrieval", "--split", "test"],
@@ -210,6 +212,34 @@ def test_a_wrong_beir_folder_or_split_fails_before_the_backend_loads(tmp_path, c
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
     assert not os.path.exists(out)
+
+
+def test_a_beir_folder_with_several_splits_is_read_by_their_names(tmp_path):
+    # As BEIR's own folders hold them (qrels/train.tsv, dev.tsv, test.tsv): train
+    # reads train, dev selects on dev, and each choice is said.
+    from recipes.commands.train import resolve_retrieval_splits
+
+    beir = _beir_folder(tmp_path / "beir", ("train", "dev", "test"))
+    notes = []
+    options = {"train_retrieval": beir, "train_retrieval_split": None,
+               "dev_retrieval": beir, "dev_retrieval_split": None}
+    resolve_retrieval_splits(options, notes.append)
+    assert (options["train_retrieval_split"], options["dev_retrieval_split"]) == ("train", "dev")
+    assert notes == [
+        f"--train-retrieval {beir}: reading qrels/train.tsv of its splits dev, test, train "
+        "(--train-retrieval-split picks another)",
+        f"--dev-retrieval {beir}: reading qrels/dev.tsv of its splits dev, test, train "
+        "(--dev-retrieval-split picks another)",
+    ]
+    # Asked for, a split is read without a word; with no dev split, dev must be named.
+    notes.clear()
+    options = {"train_retrieval": beir, "train_retrieval_split": "test",
+               "dev_retrieval": _beir_folder(tmp_path / "two", ("train", "test")),
+               "dev_retrieval_split": None}
+    with pytest.raises(CliError, match="has the splits test, train; choose one with "
+                                       "--dev-retrieval-split"):
+        resolve_retrieval_splits(options, notes.append)
+    assert options["train_retrieval_split"] == "test" and notes == []
 
 
 @pytest.mark.parametrize("loss", ["infonce", "simcse"])

@@ -121,7 +121,12 @@ def evaluate_retrieval_cli(cli, folder, tmp_path, *options):
 def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_data, tmp_path):
     folder = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
                          num_queries=40, num_docs=150)
+    # A second split beside test, as BEIR's folders have: evaluate reads test, and says so.
+    qrels = folder / "qrels"
+    (qrels / "dev.tsv").write_text((qrels / "test.tsv").read_text().splitlines()[0] + "\n")
     result, record = evaluate_retrieval_cli(cli, folder, tmp_path)
+    assert (f"DATA {folder}: reading qrels/test.tsv of its splits dev, test (--split picks "
+            "another)") in result.stderr
 
     assert record["task"] == "retrieval" and record["split"] == "test"
     assert record["queries"] == 40 and record["documents"] == 150 and record["top_k"] == 100
@@ -282,10 +287,11 @@ def test_evaluate_retrieval_input_errors(cli, tmp_path):
     assert_one_line_error(result, "is a directory", "--task retrieval")
     result = cli("evaluate", "all-MiniLM-L6-v2", pairs, "--split", "test")
     assert_one_line_error(result, "--split", "--task retrieval only")
-    result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval")
-    assert_one_line_error(result, "dev, test", "--split")
     result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval", "--split", "train")
     assert_one_line_error(result, "no qrels/train.tsv", "dev, test")
+    (folder / "qrels" / "test.tsv").rename(folder / "qrels" / "other.tsv")
+    result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval")
+    assert_one_line_error(result, "dev, other", "--split")
     result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval", "--top-k", 10)
     assert_one_line_error(result, "--top-k")
 
