@@ -6,30 +6,7 @@ training epoch, so the per-epoch metrics, the final table and `keras-cosent
 evaluate` can never disagree.
 """
 
-import contextlib
-import sys
-
-
-class _Announced:
-    """An encoder whose `encode` shows a progress bar on stderr, each call announced by `note`.
-
-    `what` names the texts of each call in turn (e.g. queries, then documents).
-    The bar goes to stderr with the notes, so that stdout holds only the results
-    table (Keras' `Progbar` writes to `sys.stdout`).
-    """
-
-    def __init__(self, encoder, note, what):
-        self._encoder, self._note, self._what = encoder, note, list(what)
-
-    def encode(self, texts, batch_size=32):
-        what = self._what.pop(0) if self._what else "texts"
-        self._note(f"encoding {len(texts)} {what}")
-        with contextlib.redirect_stdout(sys.stderr):
-            return self._encoder.encode(texts, batch_size=batch_size, progress=True)
-
-
-def _announced(encoder, note, *what):
-    return encoder if note is None else _Announced(encoder, note, what)
+from recipes.progress import announced
 
 
 def evaluate_sts(encoder, dataset, batch_size=64, note=None):
@@ -48,7 +25,7 @@ def evaluate_sts(encoder, dataset, batch_size=64, note=None):
     from keras_cosent.callbacks import SpearmanEvaluator
 
     evaluator = SpearmanEvaluator.from_dataset(
-        dataset, encoder=_announced(encoder, note, "distinct sentences"), batch_size=batch_size,
+        dataset, encoder=announced(encoder, note, "distinct sentences"), batch_size=batch_size,
         verbose=0
     )
     scores = evaluator.evaluate()
@@ -115,7 +92,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
     from recipes.reporting import RETRIEVAL_COLUMNS
 
     evaluator = RetrievalEvaluator.from_dataset(
-        dataset, encoder=_announced(encoder, note, "queries", "documents"),
+        dataset, encoder=announced(encoder, note, "queries", "documents"),
         batch_size=batch_size,
         k_values=RETRIEVAL_CUTOFFS + (top_k,), verbose=0, use_faiss=use_faiss,
         ignore_identical_ids=ignore_identical_ids,
@@ -144,7 +121,7 @@ def evaluate_clustering(encoder, texts, labels, batch_size=64, seed=0, note=None
     """
     from keras_cosent.retrieval import v_measure
 
-    encoder = _announced(encoder, note, "texts")
+    encoder = announced(encoder, note, "texts")
     embeddings = encoder.encode(list(texts), batch_size=batch_size)
     return {
         "texts": len(texts),

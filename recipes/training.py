@@ -38,6 +38,7 @@ from recipes.model_loading import load_encoder
 from recipes.options import fraction_or_none
 from recipes.options import loss_options
 from recipes.options import parse_text_columns
+from recipes.progress import announced
 
 DEV_NAME = "dev"
 # Per-epoch logs kept in the backup directory, so that a resumed run's metrics
@@ -204,7 +205,8 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
                      f"over {len(data.corpus)} documents with the starting encoder")
             fill = config["mine_fill"]
             rows, report = mine_hard_negatives(
-                data.queries, data.corpus, data.qrels, encoder=encoder, num_negatives=count,
+                data.queries, data.corpus, data.qrels,
+                encoder=announced(encoder, env.note, "queries", "documents"), num_negatives=count,
                 range_max=MINE_RANGE_MAX, relative_margin=fraction_or_none(config["mine_relative_margin"]),
                 fill=None if fill == "none" else fill, seed=config["seed"], batch_size=64,
                 ignore_identical_ids=config.get("ignore_identical_ids", False),

@@ -2,10 +2,10 @@
 
 Reads queries and a corpus in BEIR's JSON-lines format (and, optionally, BEIR
 qrels naming each query's positives), embeds both with MODEL (with a progress
-bar), and hands the embeddings to the library's `mine_hard_negatives` (exact
-chunked search, rank window, margins, seeded sampling). The rows are written
-with `write_retrieval_triplets` to a temporary file renamed into place, so an
-error leaves no output. `keras_cosent.data.read_retrieval_triplets` reads them
+bar on stderr, stdout keeping the report), and hands the embeddings to the
+library's `mine_hard_negatives` (exact chunked search, rank window, margins,
+seeded sampling). The rows are written with `write_retrieval_triplets` to a
+temporary file renamed into place, so an error leaves no output. `keras_cosent.data.read_retrieval_triplets` reads them
 back as (query, positive, negative...) columns for InfoNCE.
 """
 
@@ -107,6 +107,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     from recipes.data_loading import unknown_ids_hint
     from recipes.evaluation import note_identical_ids
     from recipes.model_loading import load_encoder
+    from recipes.progress import announced
 
     with unknown_ids_hint(), reader_notes(env):
         data = read_retrieval_files(corpus, queries, qrels, unknown_ids=unknown_ids)
@@ -126,12 +127,10 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         queries_arg, corpus_arg, positives = data.queries, data.corpus, data.qrels
         note_identical_ids(env, data, "--queries", ignore_identical_ids)
     query_texts = list(data.queries.values())
-    encoder = load_encoder(model, max_length=max_length)
-    env.note(f"encoding {len(query_texts)} queries and {len(data.corpus)} documents")
-    query_embeddings = encoder.encode(query_texts, batch_size=batch_size, progress=True)
-    corpus_embeddings = encoder.encode(
-        list(data.corpus.values()), batch_size=batch_size, progress=True
-    )
+    encoder = announced(load_encoder(model, max_length=max_length), env.note, "queries",
+                        "documents")
+    query_embeddings = encoder.encode(query_texts, batch_size=batch_size)
+    corpus_embeddings = encoder.encode(list(data.corpus.values()), batch_size=batch_size)
     rows, report = mine_hard_negatives(
         queries_arg, corpus_arg, positives,
         query_embeddings=np.asarray(query_embeddings),

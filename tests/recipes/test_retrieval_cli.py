@@ -404,6 +404,10 @@ def test_mine_excludes_positives_and_keeps_window_and_margin(cli, minilm, mining
                       "--num-negatives", 3, "--sampling", "random", "--seed", 7)
     assert result.exit_code == 0, result.output
     assert "wrote 22 rows (21 queries)" in result.stdout
+    # Both encodings announced, with their bars, on stderr; stdout holds the report.
+    assert f"encoding {len(queries)} queries" in result.stderr
+    assert f"encoding {len(corpus)} documents" in result.stderr
+    assert f"{len(corpus)}/{len(corpus)}" in result.stderr and "/sentence" not in result.stdout
     rows = read_jsonl(window)
     assert len(rows) == 22  # one per (query, positive): q77 twice
     for row in rows:

@@ -91,6 +91,11 @@ def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
     full = [row for row in mined if len(row["negatives"]) == 2]
     assert 8 <= len(full) < 24
     assert f"{24 - len(full)} of 24 mined rows got fewer than 2 negatives" in result.stderr
+    # The mining's encodings are announced, with their bars, on stderr.
+    corpus_size = len(read_jsonl(folders["train"] / "corpus.jsonl"))
+    assert f"encoding {len(train_queries)} queries" in result.stderr
+    assert f"encoding {corpus_size} documents" in result.stderr
+    assert f"{corpus_size}/{corpus_size}" in result.stderr
     # The negatives reached the batches: query, positive and 2 negatives per row.
     (setup,) = built
     assert setup.objective.name == "infonce" and setup.loss.mask_false_negatives
