@@ -17,7 +17,7 @@ def evaluate_sts(encoder, dataset, batch_size=64, note=None):
         dataset: a 2-column `keras_cosent.data.PairDataset` with labels.
         batch_size: sentences per forward pass.
         note: a callable taking a message: if given, each encoding is announced
-            through it and shows a progress bar (`keras-cosent evaluate`).
+            through it and shows a progress bar on stderr (`keras-cosent evaluate`).
 
     Returns:
         `{"pairs": int, "spearman": float, "pearson": float}`.

@@ -5,8 +5,9 @@ qrels naming each query's positives), embeds both with MODEL (with a progress
 bar on stderr, stdout keeping the report), and hands the embeddings to the
 library's `mine_hard_negatives` (exact chunked search, rank window, margins,
 seeded sampling). The rows are written with `write_retrieval_triplets` to a
-temporary file renamed into place, so an error leaves no output. `keras_cosent.data.read_retrieval_triplets` reads them
-back as (query, positive, negative...) columns for InfoNCE.
+temporary file renamed into place, so an error leaves no output.
+`keras_cosent.data.read_retrieval_triplets` reads them back as (query,
+positive, negative...) columns for InfoNCE.
 """
 
 import click
