@@ -53,7 +53,9 @@ CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
               "csv/tsv/jsonl file of labelled texts (columns text and label unless "
               "--text-columns/--label-column say otherwise).")
 @click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
-              help="Format of DATA for --task sts (pair-tsv: sentence1 TAB sentence2 TAB score).")
+              help="Format of DATA for --task sts (pair-tsv: sentence1 TAB sentence2 TAB score); "
+              "--task clustering reads csv, tsv or jsonl, by default as the file's extension "
+              "says.")
 @text_column_options
 @click.option("--split", default=None, show_default="the folder's only qrels file, else test",
               help="Retrieval: the qrels/<split>.tsv of DATA to evaluate on.")

@@ -161,7 +161,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="BEIR folder to train on instead of --train: hard negatives are mined for "
               "each (query, positive) with the starting encoder (--backbone) into the run "
               "directory (mined.jsonl, as `keras-cosent mine` writes), and the (query, "
-              "positive, negatives...) rows train the --loss (infonce).")
+              "positive, negatives...) rows train the --loss, which must take unlabelled rows "
+              "(infonce, as --recipe retrieval-infonce sets; checked before the mining).")
 @click.option("--train-retrieval-split", default=None,
               show_default="the folder's only qrels file, else train",
               help="The qrels/<split>.tsv of --train-retrieval to train on.")
@@ -215,8 +216,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option("--epochs", type=click.IntRange(min=1), default=4, show_default=True,
               help="Passes over the training set.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Rows per training batch (InfoNCE/SimCSE: at least 2, the other rows are "
-              "the negatives).")
+              help="Rows per training batch (InfoNCE, SimCSE, NT-Xent, SupCon, batch-hard-triplet: "
+              "at least 2, the other rows are the negatives).")
 @click.option("--lr", type=POSITIVE_FLOAT, default=2e-5, show_default=True,
               help="Peak learning rate of AdamW.")
 @click.option("--warmup", type=FiniteFloatRange(min=0, max=1, max_open=True), default=0.1,
@@ -366,6 +367,8 @@ def train(ctx, env, **options):
                 f"sets {what}; --loss {options['loss']} has none",
                 param_hint="--" + name.replace("_", "-"),
             )
+    if options["train_retrieval"] is not None:
+        _check_loss_takes_mined_rows(options)
     config = build_config(env.backend, options, tuning=env.tuning)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if run_directory.check(config) == "same":
@@ -523,6 +526,45 @@ def _sha256(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _check_loss_takes_mined_rows(options):
+    """Refuses, before the mining, a --loss that cannot train on what it mines.
+
+    `--train-retrieval` trains on unlabelled (query, positive) rows with
+    `--mine-negatives` negatives each; a pair loss such as the default cosent
+    would otherwise fail only once the corpus is mined. The error names a
+    `--mine-negatives` the loss takes, if one is.
+    """
+    from keras_cosent.data import DataFormatError
+    from keras_cosent.data import PairDataset
+    from keras_cosent.training import get_objective
+    from recipes.training import MINED_FORMAT
+
+    objective = get_objective(options["loss"])
+
+    def problem(count):
+        rows = PairDataset([["query"], ["positive"]] + [["negative"]] * count, None,
+                           "--train-retrieval")
+        try:
+            objective.prepare(rows, MINED_FORMAT)
+        except DataFormatError as error:
+            return error.reason.split(". ")[0]
+        return None
+
+    count = options["mine_negatives"]
+    reason = problem(count)
+    if reason is None:
+        return
+    fits = next((n for n in (1, 0, 2, 3) if problem(n) is None), None)
+    hint = ("--recipe retrieval-infonce trains --loss infonce on them" if fits is None
+            else f"--mine-negatives {fits} makes rows it takes")
+    raise click.BadParameter(
+        f"{options['loss']} cannot train on the rows --train-retrieval mines, (query, "
+        f"positive, {count} negative{'s' if count != 1 else ''}) without a label: {reason} "
+        f"({hint})",
+        param_hint="--loss",
+    )
 
 
 def _is_other_rank(config):

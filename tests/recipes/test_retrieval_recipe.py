@@ -275,6 +275,33 @@ def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_pa
     assert not output.exists()
 
 
+def test_a_loss_that_cannot_take_the_mined_rows_is_refused_before_mining(
+        cli, tiny_checkpoint, folders, tmp_path, monkeypatch):
+    # The mined rows are unlabelled (query, positive, negatives...): a pair loss
+    # (the default cosent) or a loss with another number of negatives would fail
+    # only once the whole corpus is mined.
+    mining_calls = record_mining(monkeypatch)
+    output = tmp_path / "run"
+    base = ("train", "--backbone", tiny_checkpoint, "--train-retrieval", folders["train"],
+            "--dev-retrieval", folders["dev"], "--output", output)
+    assert_one_line_error(
+        cli(*base), "--loss", "cosent cannot train on the rows --train-retrieval mines, "
+        "(query, positive, 3 negatives) without a label",
+        "needs 2 text columns and a label, found 5 columns and no label",
+        "--recipe retrieval-infonce")
+    assert_one_line_error(
+        cli(*base, "--loss", "triplet"), "--loss",
+        "(query, positive, 3 negatives)", "3 text columns; found 5",
+        "--mine-negatives 1 makes rows it takes")
+    assert mining_calls == [] and not output.exists()
+    # The counts they take pass the check and train.
+    result = cli(*base, "--loss", "triplet", "--mine-negatives", 1, "--epochs", 1,
+                 "--batch-size", 8, "--max-length", 16)
+    assert result.exit_code == 0, result.output
+    assert len(mining_calls) == 1
+    assert all(len(row["negatives"]) == 1 for row in read_jsonl(output / "mined.jsonl"))
+
+
 def test_faiss_mines_and_scores_dev_as_the_numpy_search_does(
         cli, tiny_checkpoint, folders, small_train, tmp_path, monkeypatch):
     searches = count_faiss_searches(monkeypatch)
