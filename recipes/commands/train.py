@@ -549,7 +549,7 @@ def _check_loss_takes_mined_rows(options):
         try:
             objective.prepare(rows, MINED_FORMAT)
         except DataFormatError as error:
-            return error.reason.split(". ")[0]
+            return error.reason
         return None
 
     count = options["mine_negatives"]

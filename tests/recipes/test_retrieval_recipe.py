@@ -293,6 +293,10 @@ def test_a_loss_that_cannot_take_the_mined_rows_is_refused_before_mining(
         cli(*base, "--loss", "triplet"), "--loss",
         "(query, positive, 3 negatives)", "3 text columns; found 5",
         "--mine-negatives 1 makes rows it takes")
+    # The objective's whole reason, whatever punctuation it holds.
+    assert_one_line_error(
+        cli(*base, "--loss", "supcon"), "--loss", "(e.g. --text-columns text --label-column "
+        "label); triplets-jsonl files have no classes (--recipe retrieval-infonce")
     assert mining_calls == [] and not output.exists()
     # The counts they take pass the check and train.
     result = cli(*base, "--loss", "triplet", "--mine-negatives", 1, "--epochs", 1,
