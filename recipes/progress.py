@@ -15,11 +15,11 @@ class _Announced:
     def __init__(self, encoder, note, what):
         self._encoder, self._note, self._what = encoder, note, list(what)
 
-    def encode(self, texts, batch_size=32):
+    def encode(self, texts, batch_size=32, **options):
         what = self._what.pop(0) if self._what else "texts"
         self._note(f"encoding {len(texts)} {what}")
         with contextlib.redirect_stdout(sys.stderr):
-            return self._encoder.encode(texts, batch_size=batch_size, progress=True)
+            return self._encoder.encode(texts, batch_size=batch_size, progress=True, **options)
 
 
 def announced(encoder, note, *what):

@@ -58,11 +58,12 @@ def encode(env, model, input, output, batch_size, max_length, truncate_dim):
     import numpy as np
 
     from recipes.model_loading import load_encoder
+    from recipes.progress import announced
 
     encoder = load_encoder(model, max_length=max_length)
     check_truncate_dim_option(truncate_dim, encoder, model)
-    embeddings = encoder.encode(
-        sentences, batch_size=batch_size, progress=True, truncate_dim=truncate_dim
+    embeddings = announced(encoder, env.note, "sentences").encode(
+        sentences, batch_size=batch_size, truncate_dim=truncate_dim
     )
     embeddings = np.asarray(embeddings, dtype="float32")
     # Written beside the target and renamed, so a failure leaves no partial file.

@@ -24,6 +24,10 @@ def test_encode_a_file(cli, trained_run, tmp_path):
     for i in (0, 7, 8):
         np.testing.assert_allclose(embeddings[i], encoder.encode([SENTENCES[i]])[0], atol=1e-5)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy", "sentences.txt"]
+    # The encoding is announced with its progress bar on stderr; stdout stays empty.
+    n = len(SENTENCES)
+    assert f"encoding {n} sentences" in result.stderr and f"{n}/{n}" in result.stderr
+    assert result.stdout == ""
 
 
 def test_encode_stdin_equals_the_file(cli, trained_run, tmp_path):
