@@ -26,3 +26,8 @@ def announced(encoder, note, *what):
     """`encoder` (a `SentenceEncoder`) whose encodings `note` announces, each named by
     `what` in turn, with a progress bar on stderr; `encoder` itself when `note` is None."""
     return encoder if note is None else _Announced(encoder, note, what)
+
+
+def prefixed(note, context):
+    """`note` with each message led by `context` (which evaluation an encoding is for)."""
+    return lambda message: note(f"{context}: {message}")

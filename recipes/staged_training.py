@@ -29,6 +29,7 @@ from recipes import reporting
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import load_encoder
 from recipes.options import loss_options
+from recipes.progress import prefixed
 
 STAGE_LOG = "stage{stage}.csv"
 DEV_NAME = "dev"
@@ -63,7 +64,8 @@ def train_stages(config, directory, env, backup_dir):
                                                 config["backbone"])
         results, stages, rows, stage_starts = {}, [], [], []
         if dev is not None:
-            results["dev_before_training"] = evaluate_sts(encoder, dev)
+            results["dev_before_training"] = evaluate_sts(
+                encoder, dev, note=prefixed(env.note, "dev before training"))
         percent = ("_spearman", "_pearson")
         start = time.time()
         for stage, ((dataset, data_format, loss), epochs) in enumerate(
@@ -109,9 +111,9 @@ def train_stages(config, directory, env, backup_dir):
         train_seconds = time.time() - start
 
     if dev is not None:
-        results["dev"] = evaluate_sts(encoder, dev)
+        results["dev"] = evaluate_sts(encoder, dev, note=prefixed(env.note, "dev"))
     if test is not None:
-        results["test"] = evaluate_sts(encoder, test)
+        results["test"] = evaluate_sts(encoder, test, note=prefixed(env.note, "test"))
     results["stages"] = stages
     save_encoder(encoder, directory, config)
     reporting.write_metrics(directory, rows)

@@ -39,6 +39,7 @@ from recipes.options import fraction_or_none
 from recipes.options import loss_options
 from recipes.options import parse_text_columns
 from recipes.progress import announced
+from recipes.progress import prefixed
 
 DEV_NAME = "dev"
 # Per-epoch logs kept in the backup directory, so that a resumed run's metrics
@@ -437,7 +438,8 @@ def _train_encoder(config, directory, env, backup_dir):
     results = {}
     callbacks = []
     if dev is not None:
-        results["dev_before_training"] = evaluate_sts(encoder, dev)
+        results["dev_before_training"] = evaluate_sts(
+            encoder, dev, note=prefixed(env.note, "dev before training"))
         callbacks.append(
             SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
         )
@@ -445,7 +447,8 @@ def _train_encoder(config, directory, env, backup_dir):
     use_faiss = config.get("use_faiss", False)
     if dev_retrieval is not None:
         results["dev_retrieval_before_training"] = evaluate_retrieval(
-            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss
+            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss,
+            note=prefixed(env.note, "dev retrieval before training"),
         )
         callbacks.append(RetrievalEvaluator.from_dataset(
             dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS,
@@ -521,12 +524,13 @@ def _train_encoder(config, directory, env, backup_dir):
                  f"({shown:.4f}, as in metrics.csv)")
 
     if dev is not None:
-        results["dev"] = evaluate_sts(encoder, dev)
+        results["dev"] = evaluate_sts(encoder, dev, note=prefixed(env.note, "dev"))
     if test is not None:
-        results["test"] = evaluate_sts(encoder, test)
+        results["test"] = evaluate_sts(encoder, test, note=prefixed(env.note, "test"))
     if dev_retrieval is not None:
         results["dev_retrieval"] = evaluate_retrieval(
-            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss
+            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss,
+            note=prefixed(env.note, "dev retrieval"),
         )
 
     save_encoder(encoder, directory, config)

@@ -120,6 +120,8 @@ def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_f
         ("1", "1", "infonce"), ("2", "2", "cosent"), ("3", "2", "cosent")]
     assert all(r["dev_spearman"] not in ("", None) for r in rows)
     assert (output / "training.png").is_file()
+    for when in ("dev before training", "dev"):  # announced, as a single run's
+        assert f"{when}: encoding " in result.stderr
     results = json.loads((output / "results.json").read_text())
     assert [(s["loss"], s["format"], s["epochs"]) for s in results["stages"]] == [
         ("infonce", "nli-jsonl", 1), ("cosent", "pair-tsv", 2)]

@@ -124,6 +124,10 @@ def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
     assert before["queries"] == 20
     assert before["ndcg@10"] != pytest.approx(max(values), abs=1e-3)
     assert "dev_retrieval_before_training" in result.stdout
+    # Its encodings, and those after training, are announced on stderr with their bars.
+    for when in ("dev retrieval before training", "dev retrieval"):
+        assert f"{when}: encoding 20 queries" in result.stderr
+    assert "/sentence" not in result.stdout
     # ... and is the starting checkpoint's, as `evaluate` scores it.
     start = tmp_path / "start.json"
     result = cli("evaluate", tiny_checkpoint, folders["dev"], "--task", "retrieval",

@@ -39,6 +39,12 @@ def test_a_run_leaves_every_artifact(trained_run):
 
     table = trained_run["result"].stdout
     assert "spearman" in table and "dev_before_training" in table and "test" in table
+    # Each scoring's encoding is announced on stderr with its bar; stdout has the table.
+    rows = demo_rows("dev")[:24]
+    distinct = len({row[0] for row in rows} | {row[1] for row in rows})
+    for when in ("dev before training", "dev", "test"):
+        assert f"{when}: encoding {distinct} distinct sentences" in trained_run["result"].stderr
+    assert "/sentence" not in table
     assert (output / "training.png").read_bytes()[:4] == b"\x89PNG"
 
 
