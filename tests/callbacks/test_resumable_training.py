@@ -103,6 +103,30 @@ def test_a_restored_fit_ends_with_the_uninterrupted_weights(tmp_path):
         np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
 
 
+def test_restored_seed_states_draw_the_interrupted_runs_dropout_masks(tmp_path):
+    """The restore itself, on every backend without a fit (the restored-fit test
+    above is `heavy`): the masks drawn after an epoch's backup are drawn again by a
+    fresh model resumed from it, and not by a fresh model left as it starts."""
+    setup, initial = _setup()
+    inputs = setup.batches[0][0]
+    callback = ResumableTraining(tmp_path, setup.batches)
+    callback.set_model(setup.model)
+    setup.model(inputs, training=True)  # epoch 0 draws masks: the states move on
+    callback.on_epoch_end(0)  # the backup of epoch 1's start
+    expected = keras.ops.convert_to_numpy(setup.model(inputs, training=True))
+
+    fresh, _ = _setup(initial)
+    unrestored = keras.ops.convert_to_numpy(fresh.model(inputs, training=True))
+    assert np.abs(unrestored - expected).max() > 1e-3  # other masks: the check can fail
+
+    resumed, _ = _setup(initial)
+    callback = ResumableTraining(tmp_path, resumed.batches)
+    callback.set_model(resumed.model)
+    callback.on_epoch_begin(1)
+    got = keras.ops.convert_to_numpy(resumed.model(inputs, training=True))
+    np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+
+
 def test_a_backup_without_seed_states_is_refused_by_name(tmp_path):
     # Keras' own BackupAndRestore state restores epoch 2 but holds no seed states.
     setup, _ = _setup()

@@ -34,7 +34,8 @@ def test_directories_files_and_preset_names(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "encoder.keras").write_text("x")
     assert saved_encoder_path(tmp_path / "run") == tmp_path / "run" / "encoder.keras"
-    assert saved_encoder_path(tmp_path / "run" / "encoder.keras") is not None
+    saved = tmp_path / "run" / "encoder.keras"
+    assert saved_encoder_path(saved) == saved
     assert saved_encoder_path(tmp_path) is None
     assert resolve_checkpoint(str(tmp_path)) == str(tmp_path)
     assert resolve_checkpoint("bert_tiny_en_uncased") == "bert_tiny_en_uncased"
