@@ -8,7 +8,8 @@ metrics of the resumed run must equal the reference's.
 The killed process costs a second start-up of Keras and its backend, so it runs
 by default on PyTorch (the quickest to start) and on TensorFlow and JAX with
 `-m slow`; `tests/callbacks/test_resumable_training.py` checks the same
-equivalence in-process on every backend by default.
+equivalence in-process (by default on PyTorch, like this test), and the restore
+of the dropout seed states without a fit on every backend.
 """
 
 import json
