@@ -9,16 +9,26 @@ every candidate, at float32 precision on every backend.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 
 def l2_normalize(x, axis=-1, epsilon=1e-12):
     """Scales `x` to unit L2 norm along `axis`, with finite gradients everywhere.
 
+    The norm is floored at `epsilon`, as `torch.nn.functional.normalize` (and
+    so sentence-transformers' `Normalize`) floors it: `x / max(||x||, epsilon)`.
     `keras.ops.normalize` clips the inverse norm after taking it, so an all-zero
-    vector yields `inf * 0`: NaN gradients on JAX and PyTorch. Clipping the
-    squared norm before `rsqrt` keeps value and gradient finite (a zero vector
-    stays zero).
+    vector yields `inf * 0`: NaN gradients on JAX and PyTorch. Here the squared
+    norm is clipped at `epsilon ** 2` before `rsqrt`, which keeps value and
+    gradient finite (a zero vector stays zero). Half-precision inputs are
+    normalised in float32 (float16's squares overflow past a norm of 256, and
+    its smallest value is far above `epsilon ** 2`) and returned in their dtype.
+
+    Args:
+        x: a float tensor (an integer one is normalised in float32).
+        axis: int, the axis to normalise.
+        epsilon: float, floor of the norm. Defaults to `1e-12`.
 
     Example:
 
@@ -30,8 +40,16 @@ def l2_normalize(x, axis=-1, epsilon=1e-12):
     [[0.6, 0.8], [0.0, 0.0]]
     """
     x = ops.convert_to_tensor(x)
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    wide = dtype if dtype in ("float32", "float64") else "float32"
+    if wide != dtype:
+        x = ops.cast(x, wide)
     squared = ops.sum(ops.square(x), axis=axis, keepdims=True)
-    return x * ops.rsqrt(ops.maximum(squared, ops.cast(epsilon, x.dtype)))
+    # epsilon ** 2, kept at or above float32's smallest normal number so that
+    # the floor never rounds to 0 (rsqrt(0) is inf).
+    floor = max(float(epsilon) ** 2, float(np.finfo(np.float32).tiny))
+    unit = x * ops.rsqrt(ops.maximum(squared, ops.cast(floor, wide)))
+    return unit if wide == dtype or "float" not in dtype else ops.cast(unit, dtype)
 
 
 def pair_cosine(y_pred):

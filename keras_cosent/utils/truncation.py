@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 from keras import ops
 
+from keras_cosent.utils.arguments import is_int
 from keras_cosent.utils.similarity import l2_normalize
 
 
@@ -27,8 +28,9 @@ def truncate_embeddings(x, dim):
     >>> np.round(keras.ops.convert_to_numpy(keras_cosent.utils.truncate_embeddings(x, 2)), 3)
     array([[0.6, 0.8]], dtype=float32)
     """
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+    if not is_int(dim) or dim <= 0:
         raise ValueError(f"`dim` should be a positive int. Received: `dim`={dim!r}")
+    dim = int(dim)
     x = ops.convert_to_tensor(x)
     full = x.shape[-1]
     if full is not None and dim > full:

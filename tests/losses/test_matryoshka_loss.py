@@ -25,8 +25,13 @@ def test_truncate_embeddings():
     got = np.asarray(keras.ops.convert_to_numpy(keras_cosent.utils.truncate_embeddings(x, 4)))
     ref = x[:, :4] / np.linalg.norm(x[:, :4], axis=1, keepdims=True)
     np.testing.assert_allclose(got, ref, rtol=1e-5)
+    # A NumPy integer (a dims array's element) is an int, as in check_truncate_dim.
+    got = keras.ops.convert_to_numpy(keras_cosent.utils.truncate_embeddings(x, np.int64(4)))
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
     with pytest.raises(ValueError, match="dim"):
         keras_cosent.utils.truncate_embeddings(x, 7)
+    with pytest.raises(ValueError, match=r"`dim`=True"):
+        keras_cosent.utils.truncate_embeddings(x, True)
     with pytest.raises(ValueError, match="dim"):
         keras_cosent.utils.truncate_embeddings(x, 0)
 

@@ -25,6 +25,30 @@ def test_l2_normalize_matches_numpy():
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
 
 
+def test_l2_normalize_floors_the_norm_not_its_square():
+    # x / max(||x||, epsilon), torch.nn.functional.normalize's rule: vectors far
+    # shorter than 1e-6 still come out unit length, and parallel ones have cosine 1.
+    x = np.array([[1e-7, 0.0], [3e-7, 4e-7], [0.0, 0.0], [3e-13, 4e-13]], "float32")
+    norms = np.linalg.norm(x.astype("float64"), axis=-1, keepdims=True)
+    expected = x / np.maximum(norms, 1e-12)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(l2_normalize(x)), expected,
+                               rtol=1e-6, atol=1e-7)
+    parallel = np.array([[[1e-7, 0.0], [2e-7, 0.0]]], "float32")
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(pair_cosine(parallel)), [1.0],
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_l2_normalize_keeps_half_precision_inputs_finite(dtype):
+    # float16 squares overflow past 256 and 1e-24 rounds to 0 in it: computed in float32.
+    x = keras.ops.cast(np.array([[300.0, 400.0], [0.0, 0.0], [1e-3, 0.0]], "float32"), dtype)
+    got = l2_normalize(x)
+    assert keras.backend.standardize_dtype(got.dtype) == dtype
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(keras.ops.cast(got, "float32")),
+        [[0.6, 0.8], [0.0, 0.0], [1.0, 0.0]], atol=4e-3)
+
+
 def test_pair_cosine_matches_numpy_for_both_input_forms():
     emb = np.random.default_rng(1).standard_normal((6, 2, 4)).astype("float32")
     a, b = emb[:, 0], emb[:, 1]
