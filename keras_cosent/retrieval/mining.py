@@ -263,8 +263,10 @@ def mine_hard_negatives(
     max_pos = max((len(p) for p in positive_index), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
     k = min(range_max + max_pos + ignore_identical_ids, num_docs)
-    # top_k normalises both sides as `q` and `cosine` do, so its scores compare
-    # exactly with theirs.
+    # top_k normalises both sides as `q` and `cosine` do, but its matrix products
+    # sum in another order than `cosine`'s dot product: a positive's score is
+    # taken from top_k's own scores where it was retrieved, so that a document
+    # scoring exactly as much as the positive (a duplicate) compares as equal.
     scores, indices = top_k(query_embeddings, corpus_embeddings, k, chunk_size=chunk_size,
                             use_faiss=use_faiss)
     rng = np.random.default_rng(seed)
@@ -275,6 +277,7 @@ def mine_hard_negatives(
             continue
         pos_set = set(pos)
         off_limits = pos_set | ({own[qi]} if own[qi] is not None else set())
+        retrieved = {int(j): float(s) for s, j in zip(scores[qi], indices[qi])}
         candidates = [
             (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in off_limits
         ][range_min:range_max]
@@ -282,7 +285,7 @@ def mine_hard_negatives(
             if not doc_texts[p].strip():
                 blank_rows += 1  # still off limits as a negative
                 continue
-            pos_score = cosine(qi, p)
+            pos_score = retrieved[p] if p in retrieved else cosine(qi, p)
 
             def passes(s):
                 # Works on one score or an array of them.

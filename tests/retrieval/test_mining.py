@@ -59,6 +59,24 @@ def test_absolute_margin_drops_candidates_near_or_above_positive():
     assert rows[0][2:] == ["text n2", "text n3"]
 
 
+def test_a_duplicate_of_the_positive_is_at_the_margin_not_above_it():
+    # A document with the positive's embedding scores exactly as much: margin 0
+    # drops only candidates above the positive, so the duplicate is kept (first,
+    # being the nearest), in every draw. Its score and the positive's come from one
+    # search, not from sums in two orders that differ in the last bit.
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        query = rng.normal(size=(1, 384)).astype("float32")
+        corpus = rng.normal(size=(30, 384)).astype("float32")
+        corpus[0] = query[0] + 0.1 * corpus[0]  # the positive, nearest to the query
+        corpus[1] = corpus[0]
+        for kwargs in ({"margin": 0.0}, {"relative_margin": 0.0}):
+            rows, _ = mine_hard_negatives(
+                ["q"], [f"doc{j}" for j in range(30)], [[0]], query_embeddings=query,
+                corpus_embeddings=corpus, num_negatives=3, **kwargs)
+            assert rows[0][2] == "doc1", (kwargs, rows[0])
+
+
 def test_relative_margin_and_range_and_shortfall():
     # Row of "pos": threshold cos(30)*(1-0.3) = 0.606 drops n1 (0.766) and n2 (0.643);
     # the window of the 4 best non-positives (dup, n1, n2, n3) leaves only n3.
