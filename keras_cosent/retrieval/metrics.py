@@ -23,8 +23,11 @@ nothing, in nDCG's gains either); with `R` the relevant documents of the query:
 - `accuracy@k` (`success_k`): 1 when a relevant document is in the top k.
 
 Each is averaged over the queries of `qrels` that have at least one relevant
-document (trec_eval's averaging over judged queries; a judged query missing
-from the run counts 0).
+document; a judged query missing from the run counts 0, as with `trec_eval -c`.
+trec_eval (and `pytrec_eval`) also averages in, as 0, a query whose judgements
+are all non-relevant; such a query is left out here, as `read_beir` leaves it
+out of a dataset (reporting it) and sentence-transformers' evaluator ignores it,
+so that a set's figures do not depend on how many unanswerable queries it lists.
 """
 
 import itertools
@@ -100,8 +103,10 @@ def run_from_top_k(query_ids, corpus_ids, scores, indices, ignore_identical_ids=
 
 
 def _ranked(docs):
-    # trec_eval: score descending, then document id descending.
-    return [d for d, _ in sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)]
+    # trec_eval: score descending, then document id descending, ids compared as
+    # strings (doc 9 before doc 10, as trec_eval reads the ids of a run file).
+    return [d for d, _ in sorted(docs.items(), key=lambda item: (item[1], str(item[0])),
+                                 reverse=True)]
 
 
 def query_metrics(ranking, judgements, k):
@@ -140,7 +145,8 @@ def retrieval_metrics(run, qrels, k_values=(1, 3, 5, 10, 100), metrics=METRICS, 
         run: `{query_id: {doc_id: score}}` (e.g. from `run_from_top_k`), finite
             scores. Query ids are compared with those of `qrels` exactly (`"1"`
             is not `1`): at least one query of `qrels` should be in the run. A
-            judged query missing from the run counts 0, as in trec_eval.
+            judged query missing from the run counts 0, as with `trec_eval -c`;
+            one whose judgements are all below 1 is left out (module docstring).
         qrels: `{query_id: {doc_id: int relevance}}`, not empty; graded
             relevance allowed.
         k_values: cutoffs, a non-empty sequence of positive ints.

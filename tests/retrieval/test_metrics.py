@@ -81,6 +81,15 @@ def test_trec_tie_order_is_doc_id_descending():
     assert retrieval_metrics(run, {"q": {"a": 1}}, [1])["precision@1"] == ref == 0.0
 
 
+def test_tied_integer_doc_ids_are_ordered_as_strings():
+    # trec_eval reads ids as strings: "9" ranks before "10" on a tie, whatever
+    # type the caller used; int ids would otherwise sort by number.
+    run, qrels = {"q": {"9": 1.0, "10": 1.0}}, {"q": {"9": 1}}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"P.1"}).evaluate(run)["q"]["P_1"]
+    assert ref == 1.0
+    assert retrieval_metrics({"q": {9: 1.0, 10: 1.0}}, {"q": {9: 1}}, [1])["precision@1"] == ref
+
+
 def test_from_top_k_equal_to_pytrec_eval_on_full_ranking():
     rng = np.random.default_rng(3)
     queries, corpus = rng.normal(size=(15, 6)), rng.normal(size=(50, 6))
