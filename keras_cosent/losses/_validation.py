@@ -104,9 +104,17 @@ def labels_read_by(loss):
 
 
 def flat_labels(y_true, batch_values, loss_name, rows="pairs"):
-    """Flattens `(batch,)` or `(batch, 1)` labels, checking the batch size."""
+    """Flattens `(batch,)` or `(batch, 1)` labels, checking the shape and batch size."""
     check_labels_given(y_true, loss_name, f"one label per {rows[:-1]}")
     y_true = ops.convert_to_tensor(y_true)
+    shape = tuple(y_true.shape)
+    if len(shape) > 2 or (len(shape) == 2 and shape[1] not in (1, None)):
+        # A (2, 2) matrix for 4 pairs has the right size but is not one label
+        # per row: flattening it would pair labels with rows by accident.
+        raise ValueError(
+            f"`{loss_name}` expects one label per {rows[:-1]}: `y_true` should have shape "
+            f"(batch,) or (batch, 1). Received shape {shape}."
+        )
     labels = ops.reshape(y_true, (-1,))
     n_labels, n_values = labels.shape[0], batch_values.shape[0]
     if n_labels is not None and n_values is not None and n_labels != n_values:

@@ -87,7 +87,9 @@ class AnglELoss(LabelsCheckedLoss):
         reduction: Keras reduction; the loss is already one scalar per batch.
 
     Inputs:
-        y_true: labels of shape `(batch,)` or `(batch, 1)`: any ordered values.
+        y_true: labels of shape `(batch,)` or `(batch, 1)`: any ordered values, compared
+            in float32 (as Keras' `Loss` casts them): values closer than its
+            resolution, such as integers above 2**24, tie.
         y_pred: pair embeddings of shape `(batch, 2, dim)`, `dim` even; the
             first half of each embedding is the real part, the second the
             imaginary part. Cosines of shape `(batch,)` are not accepted.

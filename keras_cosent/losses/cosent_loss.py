@@ -89,7 +89,9 @@ def ranking_loss_from_similarity(y_true, similarity, scale=20.0, loss_name="CoSE
     gradients, in float32 and without overflow for any scale.
 
     Args:
-        y_true: labels of shape `(batch,)` or `(batch, 1)`, any ordered values.
+        y_true: labels of shape `(batch,)` or `(batch, 1)`, any ordered values, compared
+            in float32 (as Keras' `Loss` casts them): values closer than its
+            resolution, such as integers above 2**24, tie.
         similarity: similarities of shape `(batch,)`.
         scale: positive float multiplying the similarities (anything else
             raises a `ValueError`).
@@ -189,7 +191,9 @@ class CoSENTLoss(LabelsCheckedLoss):
         reduction: Keras reduction; the loss is already one scalar per batch.
 
     Inputs:
-        y_true: labels of shape `(batch,)` or `(batch, 1)`: any ordered values.
+        y_true: labels of shape `(batch,)` or `(batch, 1)`: any ordered values, compared
+            in float32 (as Keras' `Loss` casts them): values closer than its
+            resolution, such as integers above 2**24, tie.
         y_pred: either the cosine of each pair, shape `(batch,)`, or the two
             embeddings of each pair, shape `(batch, 2, dim)` (what
             `keras_cosent.models.SiameseEncoder` outputs; they need not be

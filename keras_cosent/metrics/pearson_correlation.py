@@ -120,7 +120,7 @@ def pearson_correlation(x, y, mask=None):
 def _flatten_inputs(y_true, y_pred, sample_weight):
     """Gold scores, predicted cosines and the keep-mask of one batch, as vectors."""
     y_pred = pair_cosine(y_pred)
-    y_true = ops.reshape(ops.cast(ops.convert_to_tensor(y_true), "float32"), (-1,))
+    y_true = _as_vector(ops.cast(ops.convert_to_tensor(y_true), "float32"), "y_true")
     _check_same_length(y_true, y_pred, "y_true", "y_pred")
     mask = _as_mask(sample_weight, y_pred, "sample_weight", "y_pred")
     return y_true, y_pred, mask

@@ -169,3 +169,13 @@ def test_a_loss_that_reads_labels_names_them_when_y_true_is_none(case):
     with pytest.raises(ValueError, match=re.escape(shown) + ".*`y_true`=None"):
         call()
 
+
+@pytest.mark.parametrize("loss", [CoSENTLoss(), AnglELoss(), CosineMSELoss(), SupConLoss(),
+                                  InfoNCELoss(mask_false_negatives=True)],
+                         ids=lambda loss: type(loss).__name__)
+def test_labels_of_the_right_size_but_the_wrong_shape_are_refused(loss):
+    # 4 labels as a (2, 2) matrix for 4 pairs: flattened, they would line up with
+    # the pairs by accident of layout.
+    with pytest.raises(ValueError, match=r"\(batch,\) or \(batch, 1\)\. Received shape \(2, 2\)"):
+        loss(np.arange(4.0).reshape(2, 2), PAIRS)
+    loss(np.arange(4.0).reshape(4, 1), PAIRS)  # (batch, 1) is one label per pair

@@ -173,6 +173,10 @@ def test_bad_shapes_raise():
         metric.update_state(np.zeros(3), np.zeros(3), sample_weight=np.ones(5))
     with pytest.raises(ValueError, match="`y` should be a vector"):
         pearson_correlation(np.zeros(3), np.zeros((3, 2)))
+    # The right size but not one score per pair: refused, not flattened.
+    for metric in (PearsonCorrelation(), SpearmanCorrelation()):
+        with pytest.raises(ValueError, match=r"`y_true` of shape \(3, 2\)"):
+            metric.update_state(np.zeros((3, 2)), np.zeros(6))
 
 
 def test_docstring_examples_run():
