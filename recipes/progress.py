@@ -1,4 +1,5 @@
-"""Progress of the encodings a command runs: each announced, with a bar, on stderr."""
+"""Progress of what a command runs, on stderr: each encoding announced with a bar, and
+`fit`'s epoch lines and bar, so that stdout holds only results."""
 
 import contextlib
 import sys
@@ -31,3 +32,9 @@ def announced(encoder, note, *what):
 def prefixed(note, context):
     """`note` with each message led by `context` (which evaluation an encoding is for)."""
     return lambda message: note(f"{context}: {message}")
+
+
+def to_stderr():
+    """A context in which Keras' printing (`fit`'s epoch lines and progress bar, the
+    callbacks' epoch notes) goes to stderr: Keras writes to `sys.stdout`."""
+    return contextlib.redirect_stdout(sys.stderr)

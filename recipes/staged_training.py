@@ -30,6 +30,7 @@ from recipes.evaluation import evaluate_sts
 from recipes.model_loading import load_encoder
 from recipes.options import loss_options
 from recipes.progress import prefixed
+from recipes.progress import to_stderr
 
 STAGE_LOG = "stage{stage}.csv"
 DEV_NAME = "dev"
@@ -92,7 +93,7 @@ def train_stages(config, directory, env, backup_dir):
             ]
             env.note(f"stage {stage}: {loss} on {len(setup.dataset)} rows ({dataset.source}): "
                      f"{epochs} epoch(s) x {len(setup.batches)} steps")
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), to_stderr():
                 warnings.filterwarnings(
                     "ignore", message=r"Gradients do not exist for variables "
                     r"\['pooled_dense/\w+', 'pooled_dense/\w+'\]"

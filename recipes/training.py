@@ -40,6 +40,7 @@ from recipes.options import loss_options
 from recipes.options import parse_text_columns
 from recipes.progress import announced
 from recipes.progress import prefixed
+from recipes.progress import to_stderr
 
 DEV_NAME = "dev"
 # Per-epoch logs kept in the backup directory, so that a resumed run's metrics
@@ -497,7 +498,7 @@ def _train_encoder(config, directory, env, backup_dir):
             f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
         )
     start = time.time()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), to_stderr():
         # BERT backbones carry a pooler ("pooled_dense") that sentence pooling
         # does not use; Keras warns on every run that it gets no gradient. Any
         # other variable without a gradient is still reported.

@@ -122,6 +122,10 @@ def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_f
     assert (output / "training.png").is_file()
     for when in ("dev before training", "dev"):  # announced, as a single run's
         assert f"{when}: encoding " in result.stderr
+    # Each stage's fit prints its epochs and bar on stderr; stdout holds the table
+    # (Keras numbers epochs only when a fit has several: stage 2's.)
+    assert "Epoch 2/2" in result.stderr and "Epoch" not in result.stdout
+    assert result.stderr.count("/step") >= 2 and "/step" not in result.stdout
     results = json.loads((output / "results.json").read_text())
     assert [(s["loss"], s["format"], s["epochs"]) for s in results["stages"]] == [
         ("infonce", "nli-jsonl", 1), ("cosent", "pair-tsv", 2)]

@@ -45,6 +45,9 @@ def test_a_run_leaves_every_artifact(trained_run):
     for when in ("dev before training", "dev", "test"):
         assert f"{when}: encoding {distinct} distinct sentences" in trained_run["result"].stderr
     assert "/sentence" not in table
+    # fit's epoch lines and bar go to stderr too.
+    assert "Epoch 1/2" in trained_run["result"].stderr and "Epoch" not in table
+    assert "/step" not in table and "\x1b[" not in table
     assert (output / "training.png").read_bytes()[:4] == b"\x89PNG"
 
 
