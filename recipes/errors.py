@@ -6,6 +6,7 @@ prints every click error as a single `Error: ...` line. Anything else is a bug a
 keeps its traceback.
 """
 
+import errno
 import sys
 
 import click
@@ -14,7 +15,12 @@ import click
 # attribute). Looked up only in modules already imported, so that this file never
 # imports keras itself.
 LIBRARY_USER_ERRORS = (("keras_cosent.data", "DataFormatError"),)
-OS_USER_ERRORS = (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError)
+OS_USER_ERRORS = (
+    FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError
+)
+# Other OS errors that say where the user asked to write, not what went wrong in
+# the code: a read-only file system, a full disk, an exhausted quota.
+ENVIRONMENT_ERRNOS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT}
 
 
 class CliError(click.ClickException):
@@ -45,7 +51,8 @@ def as_cli_error(error):
     """Returns `error` as a `CliError` if it is a user error, else None."""
     if isinstance(error, click.ClickException):
         return None
-    if isinstance(error, user_error_types()):
+    if isinstance(error, user_error_types()) or (
+            isinstance(error, OSError) and error.errno in ENVIRONMENT_ERRNOS):
         if isinstance(error, OSError) and error.filename is not None:
             reason = error.strerror or type(error).__name__
             return CliError(f"{error.filename}: {reason}")

@@ -5,6 +5,7 @@ import os
 import tempfile
 
 from recipes.errors import CliError
+from recipes.errors import one_line
 
 
 def refuse_existing(path, overwrite, option="--output"):
@@ -24,12 +25,44 @@ def refuse_input(path, option, *inputs):
             raise CliError(f"{option} {path} is the input file {given}; choose another name")
 
 
+def refuse_unwritable(path, option, inside=False):
+    """A `CliError`, before any work, when `path` could not be created: the nearest
+    folder above it that exists is a file, is read-only or is not writable by the user.
+
+    With `inside`, `path` is a folder the command writes into, and is checked
+    itself when it exists. A full disk is found only when writing
+    (`write_atomically` reports it).
+    """
+    folder = os.path.abspath(path) if inside else os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise CliError(f"{option} {path}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+        reason = "is on a read-only file system" if read_only else "is not writable by you"
+        raise CliError(f"{option} {path}: cannot write there: {folder} {reason}")
+
+
 def write_atomically(path, write):
     """Calls `write(temporary_path)` for a file beside `path`, then renames it to `path`.
 
     A failure (an exception, Ctrl-C) leaves neither a partial file nor a changed
-    `path`: readers see the old file or the whole new one.
+    `path`: readers see the old file or the whole new one. An OS error while
+    writing (no permission, a read-only or full disk: NumPy reports a short
+    write without saying where) is a `CliError` naming `path`.
     """
+    try:
+        _write_atomically(path, write)
+    except OSError as error:
+        if isinstance(error, (FileNotFoundError, NotADirectoryError, FileExistsError)):
+            raise  # a path mistake, reported with its own file name
+        # NumPy reports a short write ("N requested and M written") with no errno.
+        reason = error.strerror or f"{one_line(error) or type(error).__name__} (is the disk full?)"
+        raise CliError(f"cannot write {path}: {reason}") from error
+
+
+def _write_atomically(path, write):
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     handle, partial = tempfile.mkstemp(

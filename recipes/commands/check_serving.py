@@ -4,6 +4,7 @@ import click
 
 from recipes.context import pass_environment
 from recipes.options import backend_option
+from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_json
 
 
@@ -23,6 +24,8 @@ def check_serving(env, export_dir, json_path):
     not core TensorFlow (e.g. TensorFlow Text tokenisers) and the TensorFlow Text
     version a server needs for them.
     """
+    if json_path is not None:
+        refuse_unwritable(json_path, "--json")
     env.activate_backend()
     from keras_cosent.export import audit_saved_model
     from keras_cosent.export import format_audit

@@ -10,6 +10,7 @@ from recipes.options import check_truncate_dim_option
 from recipes.options import max_length_option
 from recipes.options import truncate_dim_option
 from recipes.output_files import refuse_input
+from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_atomically
 
 
@@ -52,6 +53,7 @@ def read_sentences(stream, name):
 def encode(env, model, input, output, batch_size, max_length, truncate_dim):
     """Embed the sentences of INPUT (one per line; - reads stdin) with MODEL."""
     refuse_input(output, "--output", input, model)
+    refuse_unwritable(output, "--output")
     with click.open_file(input, "rb") as stream:
         sentences = read_sentences(stream, "stdin" if input == "-" else input)
     env.activate_backend()

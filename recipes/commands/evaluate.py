@@ -25,6 +25,7 @@ from recipes.options import parse_text_columns
 from recipes.options import text_column_options
 from recipes.options import unknown_ids_option
 from recipes.output_files import refuse_input
+from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_json
 from recipes.retrieval_folders import retrieval_split
 
@@ -95,6 +96,7 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
     _check_task_options(ctx, task)
     if json_path is not None:
         refuse_input(json_path, "--json", data, model)
+        refuse_unwritable(json_path, "--json")
     if per_query and json_path is None:
         raise click.BadParameter(
             "writes each query's figures into the --json file; add --json FILE",

@@ -8,6 +8,7 @@ from recipes.context import pass_environment
 from recipes.options import backend_option
 from recipes.options import truncate_dim_option
 from recipes.errors import CliError
+from recipes.output_files import refuse_unwritable
 
 
 @click.command(short_help="Export a model as a SavedModel for TF Serving.")
@@ -41,6 +42,7 @@ def export(env, model, base_dir, version, max_length, string_signatures, truncat
     if target is not None and os.path.exists(target) and not overwrite:
         raise CliError(f"{target} already exists; pass --overwrite to replace it, "
                        "or leave out --version to write the next free version")
+    refuse_unwritable(base_dir, "BASE_DIR", inside=True)
     env.activate_backend()
     from keras_cosent.export import export_saved_model
     from recipes.model_loading import encoder_or_saved_path

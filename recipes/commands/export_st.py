@@ -9,6 +9,7 @@ from recipes.errors import CliError
 from recipes.errors import one_line
 from recipes.options import backend_option
 from recipes.options import truncate_dim_option
+from recipes.output_files import refuse_unwritable
 
 
 @click.command("export-st", short_help="Write a model as a sentence-transformers folder.")
@@ -34,6 +35,7 @@ def export_st(env, model, directory, overwrite, truncate_dim):
     if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
         raise CliError(f"{directory} already exists and is not empty; pass --overwrite "
                        "to replace it")
+    refuse_unwritable(directory, "DIRECTORY")
     env.activate_backend()
     from keras_cosent.export import export_sentence_transformers
     from recipes.model_loading import load_encoder

@@ -24,6 +24,8 @@ from recipes.options import identical_ids_option
 from recipes.options import max_length_option
 from recipes.options import unknown_ids_option
 from recipes.output_files import refuse_existing
+from recipes.output_files import refuse_input
+from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_atomically
 
 
@@ -96,7 +98,10 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
             "--qrels (without it, query line i pairs with document line i)",
             param_hint="--ignore-identical-ids",
         )
+    # Even with --overwrite: replacing an input with the rows mined from it loses it.
+    refuse_input(output, "--output", queries, corpus, qrels, model)
     refuse_existing(output, overwrite)
+    refuse_unwritable(output, "--output")
     env.activate_backend()
     import numpy as np
 

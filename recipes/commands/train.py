@@ -42,6 +42,7 @@ from recipes.presets import apply_recipe
 from recipes.retrieval_folders import retrieval_split
 from recipes.run_directory import CONFIG_FILE
 from recipes.reporting import RESULTS_FILE
+from recipes.output_files import refuse_unwritable
 from recipes.run_directory import RunDirectory
 
 # Options that say what to do with an existing run, not what the run is.
@@ -336,11 +337,16 @@ def train(ctx, env, **options):
     options = apply_recipe(ctx, options)
     overwrite = options.pop("overwrite")
     resume = options.pop("resume")
+    if resume and overwrite:
+        # --overwrite would discard the very state --resume asks to continue.
+        raise click.UsageError("--resume continues an interrupted run and --overwrite "
+                               "discards it; pass one of them")
     # In the order --help lists them, not the order they were typed.
     options = {p.name: options[p.name] for p in ctx.command.params if p.name in options}
     # Repeatable --train/--format/--loss: one value as before, or a list per --train.
     resolve_per_train_options(ctx, options, resume=resume)
     check_combinations(ctx, options)
+    refuse_unwritable(options["output"], "--output")
     # Before the backend loads, so that a wrong folder or split fails at once.
     resolve_retrieval_splits(options, env.note)
     env.activate_backend()

@@ -112,6 +112,9 @@ def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(
     different = cli(*_train_args(tiny_checkpoint, train, dev, output, "--resume", "--seed", 7))
     assert different.exit_code != 0
     assert "differs in seed" in different.output
+    # --overwrite would discard what --resume asks to continue: the pair is refused.
+    both = cli(*_train_args(tiny_checkpoint, train, dev, output, "--resume", "--overwrite"))
+    assert both.exit_code == 2 and "pass one of them" in both.output
     assert _backup_epoch(backup) == saved_epochs and not output.exists()
 
     resumed = cli(*_train_args(tiny_checkpoint, train, dev, output, "--resume"))

@@ -545,6 +545,14 @@ def test_mine_errors_name_the_input_and_leave_no_output(cli, tiny_checkpoint, tm
     assert len(read_jsonl(output)) == 2
     assert [p.name for p in output.parent.iterdir()] == ["rows.jsonl"]
 
+    # Never over an input, --overwrite or not: the queries would be lost.
+    queries = folder / "queries.jsonl"
+    before = queries.read_bytes()
+    result = cli("mine", tiny_checkpoint, "--queries", queries, "--corpus",
+                 folder / "corpus.jsonl", "-o", queries, "--overwrite")
+    assert_one_line_error(result, f"--output {queries} is the input file")
+    assert queries.read_bytes() == before
+
 
 def test_mine_leaves_out_pairs_with_a_blank_query_and_says_so(cli, tiny_checkpoint, tmp_path):
     folder = write_beir(tmp_path / "beir", "dev", {"q1": "a man", "q2": " "},
