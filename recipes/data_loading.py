@@ -128,15 +128,18 @@ def unknown_ids_hint():
 
 def read_labelled_texts(path, format=None, text_column="text", label_column="label",
                         option="DATA"):
-    """`(texts, labels)` of a csv/tsv/jsonl file, labels kept as text (class names).
+    """`(texts, labels)` of a csv/tsv/jsonl file, labels kept as class names.
 
-    The label column is read as a second text column, so that any label (a name,
-    a number) is a class and the reader's file:line errors apply.
+    The label column is read as classes (`read_columns(classes=True)`), so that
+    any label, a name or an integer (`"sports"`, `3`; JSON's `3` and `"3"` are
+    one class), is a class and the reader's file:line errors apply.
     """
     from keras_cosent.data import read_columns
 
-    dataset = read_columns(str(path), [text_column, label_column], format=format)
-    texts, labels = (list(column) for column in dataset.columns)
+    dataset = read_columns(str(path), [text_column], label_column=label_column, format=format,
+                           classes=True)
+    texts = list(dataset.columns[0])
+    labels = [dataset.classes[i] for i in dataset.labels.tolist()]
     if len(set(labels)) < 2:
         raise CliError(
             f"{option} {path}: every row has the label {labels[0]!r}; clustering needs "

@@ -462,7 +462,8 @@ def read_nli_jsonl(path, mode="ordinal", on_bad_rows="raise"):
         if label is None or (isinstance(label, str) and label.strip() in ("", "-")):
             dropped += 1
             continue
-        if label not in NLI_ORDINAL_LABELS:
+        # A list or an object is unhashable: compared as a label, it would raise.
+        if not isinstance(label, (str, int, float)) or label not in NLI_ORDINAL_LABELS:
             bad.report(
                 number, f"unknown NLI label {label!r}; expected one of "
                 f"{list(NLI_ORDINAL_LABELS)} or '-'"

@@ -114,7 +114,12 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         )
     if task == "retrieval":
         split = retrieval_split(data, split, option="DATA", preferred="test", note=env.note)
+    if task == "sts":
+        _check_column_options(ctx, format)
     if task == "clustering":
+        format, text_column, label_column = _clustering_columns(
+            ctx, data, format, text_columns, label_column
+        )
         try:
             import sklearn  # noqa: F401  (k-means; an optional dependency)
         except ImportError as error:
@@ -139,9 +144,6 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         from recipes.data_loading import read_labelled_texts
         from recipes.evaluation import evaluate_clustering
 
-        format, text_column, label_column = _clustering_columns(
-            ctx, format, text_columns, label_column
-        )
         texts, labels = read_labelled_texts(data, format, text_column, label_column)
         encoder = load_encoder(model, max_length=max_length)
         result = evaluate_clustering(encoder, texts, labels, batch_size=batch_size,
@@ -184,17 +186,39 @@ def _check_task_options(ctx, task):
             )
 
 
-def _clustering_columns(ctx, format, text_columns, label_column):
+def _given(ctx, name):
+    return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+
+def _check_column_options(ctx, format):
+    """Refuses --text-columns or --label-column with an STS format that has fixed columns."""
+    if format in CLUSTERING_FORMATS:
+        return
+    for name, option in (("text_columns", "--text-columns"), ("label_column", "--label-column")):
+        if _given(ctx, name):
+            raise click.BadParameter(
+                f"names columns of --format {', '.join(CLUSTERING_FORMATS)}; --format "
+                f"{format} has fixed columns", param_hint=option
+            )
+
+
+def _clustering_columns(ctx, data, format, text_columns, label_column):
     """--format, the text column and the label column of `--task clustering`.
 
     Their defaults are the STS ones (pair-tsv, sentence1,sentence2, score); left
-    at them, clustering infers the format from the extension and reads the
+    at them, clustering infers the format from DATA's extension and reads the
     columns `text` and `label`.
     """
     def given(name):
-        return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+        return _given(ctx, name)
 
     if not given("format"):
+        extension = os.path.splitext(data)[1].lower()
+        if extension not in (".csv", ".tsv", ".jsonl", ".json"):
+            raise click.BadParameter(
+                f"cannot tell the format of {data!r} from its extension {extension!r}; pass "
+                f"--format {', '.join(CLUSTERING_FORMATS)}", param_hint="--format"
+            )
         format = None
     elif format not in CLUSTERING_FORMATS:
         raise click.BadParameter(

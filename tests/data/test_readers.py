@@ -279,6 +279,8 @@ def test_bad_row_names_file_and_line(tmp_path, reader, bad_line, reason):
     ("{not json", "invalid JSON"),
     ('["a", "b"]', "expected a JSON object"),
     ('{"sentence1": "a", "sentence2": "b", "label": "entail"}', "unknown NLI label 'entail'"),
+    ('{"sentence1": "a", "sentence2": "b", "label": ["x"]}', r"unknown NLI label \['x'\]"),
+    ('{"sentence1": "a", "sentence2": "b", "label": {"x": 1}}', r"unknown NLI label \{'x': 1\}"),
     ('{"sentence1": "a", "sentence2": 3, "label": "neutral"}', "sentence2 should be a string"),
     ('{"sentence1": "", "sentence2": "b", "label": "neutral"}', "sentence1 is empty"),
     ('{"sentence1": "a", "label": "neutral"}', r"missing key\(s\) \['sentence2'\]"),

@@ -112,3 +112,9 @@ def test_json_output_is_never_the_data_file(cli, trained_run, small_dev):
     assert_one_line_error(cli("evaluate", trained_run["output"], small_dev, "--json", small_dev),
                           "--json", "is the input file")
     assert small_dev.read_bytes() == before
+
+
+def test_column_options_are_refused_with_a_format_of_fixed_columns(cli, small_dev):
+    for option, value in (("--text-columns", "a,b"), ("--label-column", "c")):
+        result = cli("evaluate", "all-MiniLM-L6-v2", small_dev, option, value)
+        assert_one_line_error(result, option, "--format pair-tsv has fixed columns")

@@ -350,6 +350,15 @@ def test_evaluate_clustering_input_errors(cli, tmp_path):
     result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering",
                  "--label-column", "topic")
     assert_one_line_error(result, "labelled.jsonl", "topic")
+    # Integer labels are classes too (JSON's 1 and "1" are one class).
+    data.write_text('{"text": "a man", "label": 1}\n{"text": "a dog", "label": "1"}\n')
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering")
+    assert_one_line_error(result, "labelled.jsonl", "every row has the label '1'")
+    # An extension that does not tell the format: --format is asked for, by name.
+    other = tmp_path / "labelled.data"
+    other.write_text("text,label\na man,x\na dog,y\n")
+    result = cli("evaluate", "all-MiniLM-L6-v2", other, "--task", "clustering")
+    assert_one_line_error(result, "--format", "'.data'", "csv, tsv, jsonl")
 
 
 def test_evaluate_clustering_without_scikit_learn_says_what_to_install(cli, tmp_path,
