@@ -107,6 +107,17 @@ def _json_objects(path):
             raise DataFormatError(path, line_number, f"malformed JSON: {error.msg}") from None
         if not isinstance(row, dict):
             raise DataFormatError(path, line_number, f"expected a JSON object, got {row!r:.60}")
+        if "\\u" in line:
+            # An escaped lone surrogate ("\udc80") parses, but is no character:
+            # as an invalid UTF-8 byte, it is refused here rather than when the
+            # text is written (mined rows) or fails somewhere further on.
+            try:
+                json.dumps(row, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise DataFormatError(
+                    path, line_number, f"lone surrogate {error.object[error.start]!r} "
+                    "escaped in a string: not a Unicode character (half of a pair?)"
+                ) from None
         yield line_number, row
 
 

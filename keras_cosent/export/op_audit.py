@@ -153,9 +153,14 @@ def audit_saved_model(export_dir):
     from tensorflow.core.framework import types_pb2
     from tensorflow.core.protobuf import saved_model_pb2
 
+    from google.protobuf.message import DecodeError
+
     saved_model = saved_model_pb2.SavedModel()
     with open(pb_path, "rb") as f:
-        saved_model.ParseFromString(f.read())
+        try:
+            saved_model.ParseFromString(f.read())
+        except DecodeError as error:
+            raise ValueError(f"{pb_path} is not a SavedModel ({error})") from None
     meta_graph = next(
         (m for m in saved_model.meta_graphs if "serve" in m.meta_info_def.tags), None
     )

@@ -3,6 +3,8 @@
 import click
 
 from recipes.context import pass_environment
+from recipes.errors import CliError
+from recipes.errors import one_line
 from recipes.options import backend_option
 from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_json
@@ -30,7 +32,10 @@ def check_serving(env, export_dir, json_path):
     from keras_cosent.export import audit_saved_model
     from keras_cosent.export import format_audit
 
-    report = audit_saved_model(export_dir)
+    try:
+        report = audit_saved_model(export_dir)
+    except ValueError as error:  # a corrupt saved_model.pb, or one TF Serving cannot serve
+        raise CliError(one_line(error)) from None
     env.log(format_audit(report))
     if json_path is not None:
         write_json(json_path, report)

@@ -120,6 +120,20 @@ def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path):
     assert os.path.basename(info.value.path) == "queries.jsonl" and info.value.line == 2
 
 
+def test_an_escaped_lone_surrogate_names_file_and_line(tmp_path):
+    folder = make_folder(tmp_path)
+    # A pair of escapes is one character (an emoji); half of one is none, and no
+    # UTF-8 writer (the mined rows') could write it.
+    (folder / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "first \\ud83d\\ude00"}\n{"_id": "q2", "text": "bad \\udc80"}\n')
+    with pytest.raises(DataFormatError, match=r"lone surrogate '\\udc80'") as info:
+        read_beir(folder, "test")
+    assert os.path.basename(info.value.path) == "queries.jsonl" and info.value.line == 2
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "first \\ud83d\\ude00"}\n')
+    with pytest.warns(UserWarning):  # queries of the qrels now missing: reported
+        assert read_beir(folder, "test", unknown_ids="report").queries["q1"] == "first \U0001f600"
+
+
 def test_unknown_ids_report_reads_past_rows_naming_missing_ids(tmp_path):
     # As BEIR's ArguAna: a judged document the corpus lacks; and a query queries.jsonl lacks.
     folder = make_folder(tmp_path, qrels=[

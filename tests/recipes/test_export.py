@@ -18,6 +18,9 @@ def test_existing_version_needs_overwrite(cli, trained_run, tmp_path):
 def test_check_serving_needs_a_version_directory(cli, tmp_path):
     result = cli("check-serving", tmp_path)
     assert_one_line_error(result, "saved_model.pb")
+    (tmp_path / "saved_model.pb").write_bytes(b"garbage\n")
+    result = cli("check-serving", tmp_path)
+    assert_one_line_error(result, f"{tmp_path / 'saved_model.pb'} is not a SavedModel")
 
 
 def test_export_st_writes_a_folder_the_peer_embeds_as_the_run_does(cli, trained_run, tmp_path):
