@@ -30,11 +30,11 @@ def saved_encoder_path(model):
     return path if path.is_file() else path / pathlib.Path(saved).name
 
 
-def resolve_checkpoint(model):
+def resolve_checkpoint(model, option="MODEL"):
     """The directory or keras-hub preset name `SentenceEncoder.from_checkpoint` should read."""
     if pathlib.Path(model).is_file():
         raise CliError(
-            f"MODEL {model!r} is a file; expected a train output directory, a .keras "
+            f"{option} {model!r} is a file; expected a train output directory, a .keras "
             "file, a checkpoint directory or a keras-hub preset name"
         )
     try:
@@ -58,7 +58,7 @@ def encoder_or_saved_path(model):
         raise CliError(f"cannot load MODEL {model!r}: {one_line(error)}") from error
 
 
-def load_encoder(model, pooling=None, max_length=None):
+def load_encoder(model, pooling=None, max_length=None, option="MODEL"):
     """Loads MODEL as a `SentenceEncoder` (`keras_cosent.models.load_encoder`).
 
     Args:
@@ -69,22 +69,27 @@ def load_encoder(model, pooling=None, max_length=None):
         max_length: token limit; None keeps a saved encoder's or reads the
             checkpoint's (`max_seq_length` of a sentence-transformers folder,
             else 128).
+        option: how the command names `model` in its errors (`--backbone`).
 
     Returns:
         A `keras_cosent.models.SentenceEncoder`.
     """
     if saved_encoder_path(model) is None:
-        resolve_checkpoint(model)  # CliError for a stray file or a missing directory
+        resolve_checkpoint(model, option)  # CliError for a stray file or a missing directory
     try:
         return encoder_loading.load_encoder(model, pooling=pooling, max_length=max_length)
     except (ValueError, OSError) as error:
         reason = one_line(error)
+        if max_length is not None and "max_length" in reason:
+            # The model loads; the limit asked for is beyond its position table.
+            reason = reason.removeprefix(f"max_length={max_length!r}: ")
+            raise CliError(f"--max-length {max_length}: {reason}") from error
         if not os.path.exists(model):
             # keras-hub lists every kind of handle it accepts; its first
             # sentence is the part that concerns this MODEL.
             reason = reason.split(". ")[0]
             raise CliError(
-                f"MODEL {model!r} is not a train output directory, a .keras file, a "
+                f"{option} {model!r} is not a train output directory, a .keras file, a "
                 f"checkpoint directory or a keras-hub preset ({reason})"
             ) from error
-        raise CliError(f"cannot load MODEL {model!r}: {reason}") from error
+        raise CliError(f"cannot load {option} {model!r}: {reason}") from error

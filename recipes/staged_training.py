@@ -60,7 +60,8 @@ def train_stages(config, directory, env, backup_dir):
     tasks, _, dev, test = read_datasets(config)
     keras.utils.set_random_seed(config["seed"])
     with run_policy(config):
-        encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
+        encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"],
+                               option="--backbone")
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
                                                 config["backbone"])
         results, stages, rows, stage_starts = {}, [], [], []

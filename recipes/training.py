@@ -405,7 +405,8 @@ def _train_encoder(config, directory, env, backup_dir):
     train_retrieval, dev_retrieval = read_retrieval_splits(config, env)
     keras.utils.set_random_seed(config["seed"])
     with run_policy(config):
-        encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"])
+        encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"],
+                               option="--backbone")
         if train is None:
             train = mine_training_rows(config, encoder, env, backup_dir, directory,
                                        train_retrieval)

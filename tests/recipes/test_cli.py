@@ -148,6 +148,20 @@ def test_missing_input_file_is_a_one_line_error(cli, tmp_path):
     assert_one_line_error(result, "DATA", "does not exist")
 
 
+def test_model_errors_name_the_option_at_fault(cli, small_train, tmp_path):
+    # train's model is --backbone, not an argument MODEL.
+    result = cli("train", "--backbone", "no-such-preset", "--train", small_train,
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "--backbone 'no-such-preset' is not a train output directory")
+    assert not (tmp_path / "run").exists()
+    # The model loads; the limit asked for is beyond its 512 positions.
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("a sentence\n")
+    result = cli("encode", "all-MiniLM-L6-v2", sentences, "-o", tmp_path / "e.npy",
+                 "--max-length", 100000)
+    assert_one_line_error(result, "--max-length 100000: max_length 100000 exceeds", "512")
+
+
 def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     out = tmp_path / "run"
     assert_one_line_error(cli("train", "--loss", "quadruplet", "--output", out), "--loss",
