@@ -189,6 +189,7 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
     """
     import shutil
 
+    from keras_cosent.data import DataFormatError
     from keras_cosent.data import read_retrieval_triplets
     from keras_cosent.data import write_retrieval_triplets
     from keras_cosent.retrieval import mine_hard_negatives
@@ -227,7 +228,15 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
                            "positive) pair is blank: no training row")
         write_atomically(mined, lambda path: write_retrieval_triplets(rows, path))
     shutil.copyfile(mined, directory / MINED_FILE)
-    train = read_retrieval_triplets(mined, num_negatives=count)
+    try:
+        train = read_retrieval_triplets(mined, num_negatives=count)
+    except DataFormatError:
+        # Not the staging file's name (it goes with the failed run) nor mine's options.
+        raise CliError(
+            f"--train-retrieval {config['train_retrieval']}: every mined row got "
+            f"{_fewer_negatives(count)}, so none is left to train on; ask for fewer with "
+            "--mine-negatives, or complete the rows with --mine-fill random"
+        ) from None
     # Named where the run keeps it, not in the backup, which goes once the run is published.
     train.source = os.path.join(config["output"], MINED_FILE)
     if train.skipped:

@@ -435,14 +435,15 @@ def read_retrieval_triplets(path, num_negatives=None):
                 path,
                 line_number,
                 f"{len(negatives)} negatives where earlier rows have {len(rows[0]) - 2}; "
-                "every row needs as many (re-mine with a wider --range-max), or pass "
-                "num_negatives= to cut rows to one length",
+                "every row needs as many: re-mine with a wider rank window (`range_max`; "
+                "`keras-cosent mine --range-max`), or cut rows to one length "
+                "(`num_negatives=`)",
             )
         rows.append([record["query"], record["positive"]] + negatives)
     if not rows:
         reason = "no rows"
         if skipped:
             reason = (f"no rows: all {skipped} have fewer than {num_negatives} negatives "
-                      "(re-mine with a wider --range-max or ask for fewer)")
+                      "(re-mine with a wider rank window, or ask for fewer)")
         raise DataFormatError(path, None, reason)
     return PairDataset([list(c) for c in zip(*rows)], None, str(path), skipped=skipped)

@@ -13,6 +13,7 @@ import pytest
 import recipes.training
 from tests.recipes.conftest import demo_rows
 from tests.recipes.conftest import save_tiny_checkpoint
+from tests.recipes.test_cli import assert_error_after_notes
 from tests.recipes.test_cli import assert_one_line_error
 from tests.recipes.test_retrieval_cli import count_faiss_searches
 from tests.recipes.test_retrieval_cli import read_jsonl
@@ -168,6 +169,19 @@ def test_mine_fill_none_is_passed_on_and_replayed(
     record = json.loads((output / "config.json").read_text())
     words = shlex.split(record["command"])
     assert words[words.index("--mine-fill") + 1] == "none"
+
+
+def test_mining_that_leaves_no_full_row_says_which_options_help(cli, tiny_checkpoint, folders,
+                                                                 tmp_path):
+    # 60 negatives from a corpus of 48 documents: every row is short, none is filled.
+    output = tmp_path / "run"
+    args = list(recipe_args(tiny_checkpoint, folders, output, "--mine-fill", "none"))
+    args[args.index("--mine-negatives") + 1] = 60
+    message = assert_error_after_notes(
+        cli(*args), f"--train-retrieval {folders['train']}: every mined row got fewer than 60",
+        "--mine-negatives", "--mine-fill random")
+    assert ".resume" not in message and "--range-max" not in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ir-dev", "ir-train"]
 
 
 def test_relative_margin_off_overrides_the_recipe(cli, tiny_checkpoint, folders, tmp_path):
