@@ -8,6 +8,7 @@ module under `recipes/commands/`. Nothing imported here imports keras, so that
 """
 
 import sys
+import warnings
 
 import click
 
@@ -24,17 +25,34 @@ from recipes.errors import as_cli_error
 from recipes.errors import one_line
 
 
+def _warnings_shown_as_lines(show):
+    """`warnings.showwarning` for a command: a `UserWarning` (what the library tells
+    its user) as one `Warning:` line on stderr, without the file and source line
+    of wherever it was raised; other categories (deprecations, NumPy's runtime
+    warnings) as `show`, the function in place before, shows them."""
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, UserWarning):
+            click.echo(f"Warning: {one_line(message)}", err=True)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return show_warning
+
+
 class KerasCosentGroup(click.Group):
     """A click group whose errors are one line and whose user errors exit with 2."""
 
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except Exception as error:
-            cli_error = as_cli_error(error)
-            if cli_error is None:
-                raise
-            raise cli_error from error
+        with warnings.catch_warnings():  # restores showwarning when the command ends
+            warnings.showwarning = _warnings_shown_as_lines(warnings.showwarning)
+            try:
+                return super().invoke(ctx)
+            except Exception as error:
+                cli_error = as_cli_error(error)
+                if cli_error is None:
+                    raise
+                raise cli_error from error
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:

@@ -30,9 +30,12 @@ def refuse_unwritable(path, option, inside=False):
     folder above it that exists is a file, is read-only or is not writable by the user.
 
     With `inside`, `path` is a folder the command writes into, and is checked
-    itself when it exists. A full disk is found only when writing
+    itself when it exists. `-` is refused: it is not stdout here. A full disk is found only when writing
     (`write_atomically` reports it).
     """
+    if str(path) == "-":
+        # Read as stdin where an input is expected; stdout holds the results table.
+        raise CliError(f"{option} -: writes a file, not to stdout; give a file name")
     folder = os.path.abspath(path) if inside else os.path.dirname(os.path.abspath(path))
     while not os.path.exists(folder):
         folder = os.path.dirname(folder)

@@ -162,6 +162,27 @@ def test_model_errors_name_the_option_at_fault(cli, small_train, tmp_path):
     assert_one_line_error(result, "--max-length 100000: max_length 100000 exceeds", "512")
 
 
+def test_user_warnings_are_one_line_each_without_source(cli, tmp_path, monkeypatch):
+    import warnings
+
+    import recipes.commands.encode as encode_command
+
+    def warn_then_fail(stream, name):
+        warnings.warn("the data look odd\nin two ways", UserWarning)
+        warnings.warn("an old spelling", DeprecationWarning)
+        raise encode_command.CliError("stopped here")
+
+    monkeypatch.setattr(encode_command, "read_sentences", warn_then_fail)
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("a sentence\n")
+    # Other categories go where they went before (here pytest's record of them).
+    with pytest.warns(DeprecationWarning, match="an old spelling") as caught:
+        result = cli("encode", "all-MiniLM-L6-v2", sentences, "-o", tmp_path / "e.npy")
+    assert not any(issubclass(w.category, UserWarning) for w in caught)
+    lines = result.stderr.splitlines()
+    assert lines == ["Warning: the data look odd in two ways", "Error: stopped here"]
+
+
 def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     out = tmp_path / "run"
     assert_one_line_error(cli("train", "--loss", "quadruplet", "--output", out), "--loss",

@@ -71,3 +71,6 @@ def test_commands_refuse_an_unwritable_output_before_loading_anything(cli, tmp_p
     assert_one_line_error(result, "--output", "is a file, not a folder")
     result = cli("export", "no-such-model", tmp_path / "file" / "base")
     assert_one_line_error(result, "BASE_DIR", "is a file, not a folder")
+    # "-" reads stdin as an input; as an output it would make a file named "-".
+    result = cli("encode", "no-such-model", sentences, "-o", "-")
+    assert_one_line_error(result, "--output -: writes a file, not to stdout")
