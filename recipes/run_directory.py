@@ -44,6 +44,7 @@ class RunDirectory:
     def __init__(self, path, overwrite=False):
         self.path = pathlib.Path(path)
         self.overwrite = overwrite
+        self._made_parents = []  # folders above the run that `backup` creates
 
     def _is_empty(self):
         return self.path.is_dir() and not any(self.path.iterdir())
@@ -101,6 +102,10 @@ class RunDirectory:
         unless `overwrite`, and with it a different configuration is refused.
         """
         path = self.backup_path
+        self._made_parents = [folder for folder in reversed(path.parent.parents)
+                              if not folder.exists()]
+        if not path.parent.exists():
+            self._made_parents.append(path.parent)
         if path.exists():
             stored = None
             try:
@@ -149,6 +154,14 @@ class RunDirectory:
 
     def remove_backup(self):
         shutil.rmtree(self.backup_path, ignore_errors=True)
+        if not self.path.exists():
+            # A run that failed before it was published: the folders made for it
+            # go too, so that a mistyped --output leaves nothing behind.
+            for folder in reversed(self._made_parents):
+                try:
+                    folder.rmdir()
+                except OSError:  # not empty (someone else's files): kept
+                    break
 
     @contextlib.contextmanager
     def staging(self):

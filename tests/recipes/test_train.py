@@ -163,6 +163,11 @@ def test_nonexistent_column(cli, tmp_path):
                  "--output", tmp_path / "run")
     assert_one_line_error(result, "pairs.csv", "'middle' not found")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.csv"]
+    # Nor the folders made to hold --output.
+    result = cli("train", "--train", data, "--format", "csv", "--text-columns", "left,middle",
+                 "--output", tmp_path / "new" / "deeper" / "run")
+    assert_one_line_error(result, "pairs.csv", "'middle' not found")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.csv"]
 
 
 def test_dev_file_without_scores(cli, small_train, tmp_path):
