@@ -27,6 +27,7 @@ memory (best score and weights, firings) is not, and starts again at the resume
 """
 
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -128,7 +129,23 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
             # BackupAndRestore restores into built variables only; a forward pass
             # in inference mode builds the model without drawing dropout masks.
             self.model(self.batches[0][0], training=False)
-        super().on_train_begin(logs)
+        try:
+            super().on_train_begin(logs)
+        except OSError:
+            # Keras falls back to the previous epoch's copy; the first epoch's
+            # save has none. Killed while writing it, the backup holds no
+            # finished epoch (the metadata is written after the weights): the
+            # unreadable weights are removed and training starts from the start.
+            if os.path.exists(self._training_metadata_path) or os.path.exists(
+                    self._prev_weights_path):
+                raise
+            os.remove(self._weights_path)
+            warnings.warn(
+                f"The backup in {self.backup_dir} holds the weights of a save cut short "
+                "(the run was stopped while writing its first epoch's backup) and no "
+                "finished epoch; training starts from the first epoch",
+                stacklevel=2,
+            )
 
     def on_epoch_begin(self, epoch, logs=None):
         if self._first_epoch and epoch > 0:

@@ -127,6 +127,26 @@ def test_restored_seed_states_draw_the_interrupted_runs_dropout_masks(tmp_path):
     np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
 
 
+def test_a_first_backup_cut_short_starts_again_from_the_first_epoch(tmp_path):
+    # Killed while writing epoch 1's weights: no metadata, no previous copy.
+    (tmp_path / "latest.weights.h5").write_bytes(b"\x89HDF\r\n\x1a\n cut short")
+    setup, _ = _setup()
+    callback = ResumableTraining(tmp_path, setup.batches)
+    callback.set_model(setup.model)
+    with pytest.warns(UserWarning, match="cut short.*starts from the first epoch"):
+        callback.on_train_begin()
+    assert not (tmp_path / "latest.weights.h5").exists()
+    assert getattr(setup.model, "_initial_epoch", None) in (None, 0)
+    # With a finished epoch on record the unreadable weights are not discarded.
+    (tmp_path / "latest.weights.h5").write_bytes(b"\x89HDF\r\n\x1a\n cut short")
+    (tmp_path / "training_metadata.json").write_text('{"epoch": 1}')
+    callback = ResumableTraining(tmp_path, setup.batches)
+    callback.set_model(setup.model)
+    with pytest.raises(OSError):
+        callback.on_train_begin()
+    assert (tmp_path / "latest.weights.h5").exists()
+
+
 def test_a_backup_without_seed_states_is_refused_by_name(tmp_path):
     # Keras' own BackupAndRestore state restores epoch 2 but holds no seed states.
     setup, _ = _setup()
