@@ -16,6 +16,9 @@ from recipes.context import Environment
 
 FORMATS = ("sts-benchmark", "pair-tsv", "csv", "tsv", "jsonl", "nli-jsonl", "text-lines",
            "triplets-jsonl")
+# The formats whose columns --text-columns and --label-column name (as
+# keras_cosent.training.objectives.COLUMN_FORMATS, which imports keras).
+COLUMN_FORMATS = ("csv", "tsv", "jsonl")
 # What `train --keep-best` selects on: the dev metrics logged after every epoch.
 KEEP_BEST_METRICS = ("dev_spearman", "ir_dev_ndcg@10", "ir_dev_mrr@10", "ir_dev_recall@10",
                      "ir_dev_map@100")

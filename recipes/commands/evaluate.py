@@ -15,6 +15,7 @@ from click.core import ParameterSource
 
 from recipes.context import pass_environment
 from recipes.errors import CliError
+from recipes.options import COLUMN_FORMATS
 from recipes.options import FORMATS
 from recipes.options import backend_option
 from recipes.options import batch_size_option
@@ -42,7 +43,7 @@ OPTION_TASKS = {
     "ignore_identical_ids": ("retrieval",),
     "unknown_ids": ("retrieval",),
 }
-CLUSTERING_FORMATS = ("csv", "tsv", "jsonl")
+CLUSTERING_FORMATS = COLUMN_FORMATS
 
 
 @click.command(short_help="STS Spearman/Pearson, or retrieval nDCG/MRR/Recall/MAP, x 100.")

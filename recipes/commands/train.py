@@ -16,6 +16,7 @@ import click
 from recipes.context import pass_environment
 from recipes.errors import CliError
 from recipes.errors import one_line
+from recipes.options import COLUMN_FORMATS
 from recipes.options import FORMATS
 from recipes.options import FiniteFloatRange
 from recipes.options import FractionOrOff
@@ -460,6 +461,18 @@ def check_combinations(ctx, options):
                 raise click.BadParameter(
                     "applies to --train-retrieval only (mining hard negatives for it)",
                     param_hint=flag,
+                )
+    formats = options["format"] if isinstance(options["format"], list) else [options["format"]]
+    if options["train_retrieval"] is None and not any(
+            f in COLUMN_FORMATS for f in formats + [options["eval_format"]]):
+        defaults = {p.name: p.default for p in ctx.command.params}
+        for name in ("text_columns", "label_column", "eval_text_columns", "eval_label_column"):
+            if (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+                    and options.get(name) != defaults[name]):
+                raise click.BadParameter(
+                    f"names columns of --format {', '.join(COLUMN_FORMATS)}; --format "
+                    f"{', '.join(dict.fromkeys(formats))} has fixed columns",
+                    param_hint="--" + name.replace("_", "-"),
                 )
     for flag, name, off in (("--ignore-identical-ids", "ignore_identical_ids", False),
                             ("--unknown-ids", "unknown_ids", "error"),

@@ -183,6 +183,18 @@ def test_user_warnings_are_one_line_each_without_source(cli, tmp_path, monkeypat
     assert lines == ["Warning: the data look odd in two ways", "Error: stopped here"]
 
 
+def test_column_options_with_a_format_of_fixed_columns_are_refused(cli, small_train, tmp_path):
+    from keras_cosent.training.objectives import COLUMN_FORMATS
+    from recipes.options import COLUMN_FORMATS as CLI_COLUMN_FORMATS
+
+    assert CLI_COLUMN_FORMATS == COLUMN_FORMATS  # kept apart so the CLI need not import keras
+    for option, value in (("--text-columns", "foo,bar"), ("--label-column", "baz"),
+                          ("--eval-label-column", "baz")):
+        result = cli("train", "--train", small_train, option, value, "--output", tmp_path / "r")
+        assert_one_line_error(result, option, "--format pair-tsv has fixed columns")
+    assert not (tmp_path / "r").exists()
+
+
 def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     out = tmp_path / "run"
     assert_one_line_error(cli("train", "--loss", "quadruplet", "--output", out), "--loss",
