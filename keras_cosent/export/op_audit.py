@@ -150,10 +150,9 @@ def audit_saved_model(export_dir):
             f"No saved_model.pb in {export_dir}; pass a version directory such as "
             f"{os.path.join(export_dir, '1')}."
         )
+    from google.protobuf.message import DecodeError
     from tensorflow.core.framework import types_pb2
     from tensorflow.core.protobuf import saved_model_pb2
-
-    from google.protobuf.message import DecodeError
 
     saved_model = saved_model_pb2.SavedModel()
     with open(pb_path, "rb") as f:
