@@ -43,6 +43,7 @@ import json
 import os
 import sys
 import tempfile
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -250,8 +251,10 @@ def paired(lines, against="peer", resamples=10000, seed=0):
     out = [f"| train | run | epochs | seeds | queries | {label} nDCG@10 (95% bootstrap) | "
            "queries better / worse / equal |",
            "|---|---|---:|---:|---:|---:|---|"]
-    rng = np.random.default_rng(seed)
     for (train, name, epochs), pairs in groups.items():
+        # Each group's resamples are seeded by the group itself, so that its
+        # interval does not depend on which other lines the file holds.
+        rng = np.random.default_rng([seed, zlib.crc32(f"{train}|{name}|{epochs}".encode())])
         queries = sorted(set.intersection(*(set(a) & set(b) for a, b, _ in pairs)))
         diff = np.mean([[a[q] - b[q] for q in queries] for a, b, _ in pairs], axis=0)
         means = np.concatenate([
@@ -420,7 +423,9 @@ def main():
                 per_query = result["test"].pop("per_query_ndcg@10")
                 record("peer", {**result["test"], "wall_seconds": round(seconds, 1),
                                 "train_seconds": result["train_seconds"]},
-                       variant="mined", seed=seed, rows=result["rows"],
+                       # A row of its own in the summary, apart from the peer's own mining.
+                       variant="mined" if args.peer_mining == "own" else "on-keras-rows",
+                       seed=seed, rows=result["rows"],
                        command=" ".join(map(str, cmd)), **{"per_query_ndcg@10": per_query},
                        **({"transfer": {
                            name: {"figures": {k: v for k, v in got.items() if k in FIGURES},

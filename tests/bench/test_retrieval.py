@@ -42,6 +42,19 @@ def test_paired_difference_is_the_mean_over_seeds_and_queries():
     assert counts == f"{(diff > 0).sum()} / {(diff < 0).sum()} / 0"
 
 
+def test_a_rows_interval_does_not_depend_on_the_other_lines_of_the_file():
+    rng = np.random.default_rng(1)
+
+    def pair(train):
+        return [_line("keras-torch", 1, rng.uniform(0, 100, 200), train=train),
+                _line("peer", 1, rng.uniform(0, 100, 200), train=train)]
+
+    first, second = pair("stsb-en-train"), pair("ocnli-zh-train")
+    alone = _row(retrieval.paired(first))
+    together = retrieval.paired(second + first).splitlines()
+    assert "| " + " | ".join(alone) + " |" in together
+
+
 def test_paired_constant_difference_has_a_zero_width_interval_and_counts_ties():
     base = np.linspace(0, 100, 50)
     better = base.copy()
