@@ -19,8 +19,9 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 echo "keras-cosent: installing into .venv (first run takes a few minutes)" >&2
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-# PyTorch first, pinned to the CPU build: anything that later asks for `torch`
-# is then satisfied instead of pulling the CUDA wheels.
+# PyTorch first, pinned: anything that later asks for `torch` is then satisfied
+# instead of pulling the CUDA wheels. The CPU build comes from pip's configuration
+# (or PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu; README).
 .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
 echo "$want" > "$stamp"

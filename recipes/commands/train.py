@@ -344,6 +344,9 @@ def train(ctx, env, **options):
                                "discards it; pass one of them")
     # In the order --help lists them, not the order they were typed.
     options = {p.name: options[p.name] for p in ctx.command.params if p.name in options}
+    # What the recipe needs first: its per-file options would otherwise be counted
+    # against --train files that were never given.
+    check_recipe_requires(options)
     # Repeatable --train/--format/--loss: one value as before, or a list per --train.
     resolve_per_train_options(ctx, options, resume=resume)
     check_combinations(ctx, options)
@@ -434,6 +437,21 @@ def has_dev_retrieval(options):
     return any(options.get(n) is not None for n in _alternatives("dev_retrieval"))
 
 
+def check_recipe_requires(options):
+    """Refuses a --recipe run without the options the recipe cannot run without."""
+    if options["recipe"] is None:
+        return
+    # Before the per-file options are resolved, an absent repeatable option is ().
+    missing = [name for name in RECIPES[options["recipe"]].requires
+               if all(options.get(n) in (None, ()) for n in _alternatives(name))]
+    if missing:
+        flags = ", ".join(" or ".join("--" + n.replace("_", "-") for n in _alternatives(name))
+                          for name in missing)
+        raise click.BadParameter(
+            f"--recipe {options['recipe']} needs {flags}", param_hint=flags
+        )
+
+
 def check_combinations(ctx, options):
     """Refuses options that contradict each other or that a recipe cannot run without."""
     if options["train_retrieval"] is not None and options["train"] is not None:
@@ -483,15 +501,7 @@ def check_combinations(ctx, options):
                 "applies to retrieval data only; give --train-retrieval or --dev-retrieval",
                 param_hint=flag,
             )
-    if options["recipe"] is not None:
-        missing = [name for name in RECIPES[options["recipe"]].requires
-                   if all(options[n] is None for n in _alternatives(name))]
-        if missing:
-            flags = ", ".join(" or ".join("--" + n.replace("_", "-") for n in _alternatives(name))
-                              for name in missing)
-            raise click.BadParameter(
-                f"--recipe {options['recipe']} needs {flags}", param_hint=flags
-            )
+    check_recipe_requires(options)
     if options.get("mini_batch_size") is not None and "sbert-softmax" in str(options["loss"]):
         raise click.BadParameter(
             "caches the gradient of a loss on the embeddings; --loss sbert-softmax trains a "
@@ -737,6 +747,21 @@ def _flag_spelling(param, value):
     return None
 
 
+def _versions(keras_cosent, keras, keras_hub):
+    """The versions a run depends on: keras-cosent, Keras, keras-hub, the backend's
+    framework, and TensorFlow with TensorFlow Text (the tokenisers, on every backend)."""
+    import importlib
+
+    versions = {"keras_cosent": keras_cosent.__version__, "keras": keras.__version__,
+                "keras_hub": keras_hub.__version__}
+    for name in dict.fromkeys([keras.backend.backend(), "tensorflow", "tensorflow_text"]):
+        try:
+            versions[name] = importlib.import_module(name).__version__
+        except (ImportError, AttributeError):
+            versions[name] = None
+    return versions
+
+
 def write_config(path, config, command):
     import keras
     import keras_hub
@@ -748,11 +773,7 @@ def write_config(path, config, command):
         "config": config,
         # The process-wide tuning in effect (`keras-cosent --no-tuning` turns it off).
         "runtime": keras_cosent.runtime.active(),
-        "environment": {
-            "keras_cosent": keras_cosent.__version__,
-            "keras": keras.__version__,
-            "keras_hub": keras_hub.__version__,
-        },
+        "environment": _versions(keras_cosent, keras, keras_hub),
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=2)

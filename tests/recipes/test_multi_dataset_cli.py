@@ -99,6 +99,13 @@ def test_mismatched_per_train_options_are_one_line_errors(cli, two_files, tmp_pa
     assert_one_line_error(result, *fragments)
 
 
+def test_the_staged_recipe_without_train_files_asks_for_them(cli, tmp_path):
+    # Not "--format: given 2 times for 0 --train file(s)": the recipe's two formats
+    # would be counted against files never given.
+    result = cli("train", "--recipe", "nli-infonce-then-sts-cosent", "--output", tmp_path / "r")
+    assert_one_line_error(result, "--recipe nli-infonce-then-sts-cosent needs --train")
+
+
 def test_sampling_needs_several_files(cli, small_train, tmp_path):
     result = cli("train", "--train", small_train, "--sampling", "proportional",
                  "--output", tmp_path / "r")

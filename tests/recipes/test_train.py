@@ -1,5 +1,7 @@
 """`keras-cosent train` end to end on a tiny checkpoint, and its refusals."""
 
+import importlib
+import importlib.metadata
 import json
 import shlex
 
@@ -67,6 +69,13 @@ def test_config_records_the_exact_run(trained_run):
     assert set(config["data_sha256"]) == {"train", "dev", "test"}
     assert record["command"].startswith(f"keras-cosent --backend {keras.backend.backend()} train ")
     assert shlex.split(record["command"]).count("--backend") == 1
+    # The versions the run depends on, the backend's framework and the tokenisers' included.
+    versions = record["environment"]
+    for module, package in (("keras", "keras"), ("keras_hub", "keras-hub"),
+                            ("tensorflow_text", "tensorflow-text")):
+        assert versions[module] == importlib.metadata.version(package)
+    backend = keras.backend.backend()
+    assert versions[backend] == importlib.import_module(backend).__version__
 
 
 @pytest.mark.parametrize("flag, packed", [(None, True), ("--no-packing", False)])
