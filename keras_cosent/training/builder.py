@@ -18,6 +18,7 @@ import inspect
 from keras_cosent import distributed
 from keras_cosent.data.pair_batches import PairBatches
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.data.readers import READ_FORMATS
 from keras_cosent.losses.infonce_loss import InfoNCELoss
 from keras_cosent.losses.matryoshka_loss import MatryoshkaLoss
 from keras_cosent.models.cached_siamese_encoder import CachedSiameseEncoder
@@ -32,6 +33,7 @@ from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
 from keras_cosent.training.objectives import get_objective
+from keras_cosent.utils.arguments import check_bool
 from keras_cosent.utils.arguments import check_non_negative_float
 from keras_cosent.utils.arguments import check_positive_float
 from keras_cosent.utils.arguments import check_positive_int
@@ -177,6 +179,8 @@ def build(
     objective = get_objective(objective)
     objective.check_loss_options(loss_options, "build()", own=BUILD_ARGUMENTS)
     check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup, weight_decay)
+    check_bool("packing", packing)
+    check_data_format(data_format)
     if not isinstance(dataset, PairDataset):
         raise TypeError(
             "`dataset` should be a keras_cosent.data.PairDataset. "
@@ -239,6 +243,7 @@ def build(
             f"`queue_size` too. Received: `momentum`={momentum!r}, `queue_size`=None"
         )
     dataset = objective.prepare(dataset, data_format)
+    check_shaped_dataset(objective, dataset, word_repetition)
     if objective.check_batching is not None:
         objective.check_batching(objective, dataset, batch_size)
 
@@ -277,7 +282,7 @@ def build(
     )
     total_steps = len(batches) * int(epochs)
     schedule = WarmupLinearDecay(
-        learning_rate, total_steps, warmup_steps=round(warmup * total_steps)
+        learning_rate, total_steps, warmup_steps=warmup_steps(warmup, total_steps)
     )
     optimizer = adamw(schedule, weight_decay, exclude_from_weight_decay=NO_WEIGHT_DECAY)
     model.compile(optimizer=optimizer, loss=loss)
@@ -291,6 +296,40 @@ BUILD_ARGUMENTS = tuple(
     name for name, parameter in inspect.signature(build).parameters.items()
     if parameter.kind is parameter.KEYWORD_ONLY
 )
+
+
+def warmup_steps(warmup, total_steps):
+    """The warm-up steps of a `warmup` fraction of `total_steps`, rounded, and always
+    fewer than `total_steps` (a one-step run with `warmup` 0.6 would round to a
+    rate of 0 at its only step)."""
+    return max(0, min(round(warmup * total_steps), total_steps - 1))
+
+
+def check_data_format(data_format):
+    """Refuses a `data_format` no reader has: objectives read labels by it, and an
+    unknown spelling (`"nli_jsonl"`) would silently read NLI classes as scores."""
+    if data_format is not None and (not isinstance(data_format, str)
+                                    or data_format not in READ_FORMATS):
+        raise ValueError(
+            f"`data_format` should be None or one of {READ_FORMATS}. "
+            f"Received: `data_format`={data_format!r}"
+        )
+
+
+def check_shaped_dataset(objective, dataset, word_repetition):
+    """Refuses a dataset, shaped for `objective`, that cannot fill one batch the loss
+    learns from, or whose layout `word_repetition` cannot apply to."""
+    if len(dataset) < objective.min_batch_size:
+        raise ValueError(
+            f"{dataset.source}: {len(dataset)} row(s) for objective {objective.name!r}, "
+            f"which needs at least {objective.min_batch_size} rows in a batch to learn from."
+        )
+    if word_repetition is not None and dataset.num_columns < 2:
+        raise ValueError(
+            f"`word_repetition` repeats words of the positives (column 1), and objective "
+            f"{objective.name!r} trains on {dataset.num_columns} text column. Received: "
+            f"`word_repetition`={word_repetition!r}"
+        )
 
 
 def check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup, weight_decay):

@@ -24,7 +24,10 @@ from keras_cosent.models.sequence_packing import supports_packing
 from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
+from keras_cosent.training.builder import check_data_format
+from keras_cosent.training.builder import check_shaped_dataset
 from keras_cosent.training.builder import check_training_arguments
+from keras_cosent.training.builder import warmup_steps
 from keras_cosent.training.objectives import get_objective
 from keras_cosent.utils.truncation import check_matryoshka_dims
 
@@ -201,7 +204,9 @@ def build_multi(
             )
         if task.name is None:
             task.name = names[index]
+        check_data_format(task.data_format)
         task.dataset = objective.prepare(task.dataset, task.data_format)
+        check_shaped_dataset(objective, task.dataset, None)
         if objective.check_batching is not None:
             objective.check_batching(objective, task.dataset, batch_size)
         loss = objective.make_loss(dict(task.loss_options or {}), task.dataset, task.data_format)
@@ -224,7 +229,7 @@ def build_multi(
     batches = MultiBatches(task_batches, sampling=sampling, seed=seed)
     total_steps = len(batches) * int(epochs)
     schedule = WarmupLinearDecay(
-        learning_rate, total_steps, warmup_steps=round(warmup * total_steps)
+        learning_rate, total_steps, warmup_steps=warmup_steps(warmup, total_steps)
     )
     optimizer = adamw(schedule, weight_decay, exclude_from_weight_decay=NO_WEIGHT_DECAY)
     model = MultiTaskEncoder(encoder)

@@ -341,12 +341,24 @@ def classification_labels(dataset, data_format):
     """
     labels = np.asarray(dataset.labels)
     if dataset.classes is not None:
-        return labels.astype("int32"), len(dataset.classes)
+        return _class_ids(labels, len(dataset.classes), dataset), len(dataset.classes)
     if data_format == "nli-jsonl":
-        return labels.astype("int32"), 3
+        return _class_ids(labels, 3, dataset), 3
     if np.all((labels == 0) | (labels == 1)):
         return labels.astype("int32"), 2
     return (labels > SIMILAR_ABOVE).astype("int32"), 2
+
+
+def _class_ids(labels, num_classes, dataset):
+    """`labels` as int32 class ids, refused unless each is a whole number in
+    [0, num_classes): an id past the classifier's outputs trains to a NaN loss."""
+    bad = np.flatnonzero((labels != np.round(labels)) | (labels < 0) | (labels >= num_classes))
+    if bad.size:
+        raise ValueError(
+            f"{dataset.source}: {bad.size} label(s) are not class ids 0-{num_classes - 1} "
+            f"(row {bad[0] + 1}: {labels[bad[0]]!r}); the classifier has {num_classes} classes"
+        )
+    return labels.astype("int32")
 
 
 def score_range(dataset, data_format):
@@ -395,7 +407,8 @@ for _objective in (
     Objective(
         name="cosent",
         summary="CoSENT ranking of pair cosines by score (Su 2022); scored pairs",
-        loss=losses.CoSENTLoss, options=("scale",), shape=scored_pairs,
+        # Two pairs at least: a batch of one pair has no ordered couple to rank.
+        loss=losses.CoSENTLoss, options=("scale",), shape=scored_pairs, min_batch_size=2,
     ),
     Objective(
         name="infonce",
@@ -417,7 +430,7 @@ for _objective in (
     Objective(
         name="angle",
         summary="AnglE: CoSENT on angle differences in complex space (Li & Li 2023); scored pairs",
-        loss=losses.AnglELoss, options=("scale",), shape=scored_pairs,
+        loss=losses.AnglELoss, options=("scale",), shape=scored_pairs, min_batch_size=2,
     ),
     Objective(
         name="cosine-mse",

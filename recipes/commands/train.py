@@ -361,7 +361,8 @@ def train(ctx, env, **options):
     if options["batch_size"] < smallest:
         raise click.BadParameter(
             f"{options['batch_size']} is too small for --loss {options['loss']}: it needs at "
-            f"least {smallest} rows per batch (the other rows are the negatives)",
+            f"least {smallest} rows per batch (the loss compares a batch's rows with each "
+            "other)",
             param_hint="--batch-size",
         )
     for name, option, what in (

@@ -102,9 +102,55 @@ def test_every_objective_builds(name):
         np.testing.assert_array_equal(setup.dataset.labels, (SCORES > 2.5).astype("int32"))
 
 
-def test_contrastive_objectives_refuse_a_batch_of_one():
-    with pytest.raises(ValueError, match=r"`batch_size`=1 is too small for objective 'infonce'"):
-        build(tiny_encoder(), pairs(), "infonce", batch_size=1)
+@pytest.mark.parametrize("objective", ["infonce", "cosent", "angle"])
+def test_objectives_that_compare_rows_refuse_a_batch_of_one(objective):
+    # CoSENT and AnglE rank pairs against each other: one pair has no couple to rank.
+    with pytest.raises(ValueError, match=rf"`batch_size`=1 is too small for objective "
+                                         rf"'{objective}'"):
+        build(tiny_encoder(), pairs(), objective, batch_size=1)
+
+
+def test_a_dataset_that_cannot_fill_a_batch_to_learn_from_is_refused():
+    one = PairDataset([["a cat sat"], ["a dog"]], np.array([4.0], "float32"), source="one.tsv")
+    with pytest.raises(ValueError, match=r"one.tsv: 1 row\(s\) for objective 'cosent', which "
+                                         r"needs at least 2 rows"):
+        build(tiny_encoder(), one, "cosent", batch_size=16)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    # An unknown spelling would read NLI class ids as scores without a word.
+    ({"data_format": "nli_jsonl"}, r"`data_format` should be None or one of .*'nli-jsonl'"),
+    ({"data_format": 42}, r"`data_format`=42"),
+    ({"packing": "no"}, r"`packing` should be a bool .* Received: `packing`='no'"),
+])
+def test_unknown_formats_and_non_bool_switches_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        build(tiny_encoder(), pairs(), "cosent", batch_size=4, **kwargs)
+
+
+def test_word_repetition_needs_a_positives_column():
+    texts = PairDataset([list(FIRST)], np.array([0, 0, 1, 1, 2, 2, 3, 3], "int32"),
+                        source="inline", classes=["w", "x", "y", "z"])
+    with pytest.raises(ValueError, match=r"objective 'supcon' trains on 1 text column"):
+        build(tiny_encoder(), texts, "supcon", batch_size=4, word_repetition=0.3)
+
+
+@pytest.mark.parametrize("labels, data_format", [
+    ([0, 1, 2, 3, 0, 1, 2, 0], "nli-jsonl"),  # 3 NLI classes: id 3 has no output
+    ([0, 1, 1.7, 0, 0, 1, 2, 0], "nli-jsonl"),  # not a whole class id
+])
+def test_the_softmax_classifier_refuses_labels_that_are_not_its_class_ids(labels, data_format):
+    data = PairDataset([list(FIRST), list(SECOND)], np.array(labels, "float32"), source="nli")
+    with pytest.raises(ValueError, match=r"nli: 1 label\(s\) are not class ids 0-2"):
+        build(tiny_encoder(), data, "sbert-softmax", batch_size=4, data_format=data_format)
+
+
+def test_warmup_always_leaves_a_step_at_a_rate_above_zero():
+    from keras_cosent.training.builder import warmup_steps
+
+    assert warmup_steps(0.1, 1000) == 100  # round(0.1 x 1000), as before
+    assert warmup_steps(0.6, 1) == 0  # round(0.6) = 1 would leave the only step at rate 0
+    assert warmup_steps(0.9, 4) == 3 and warmup_steps(0.0, 1) == 0
 
 
 def test_an_unknown_objective_lists_the_known_ones():
