@@ -138,6 +138,13 @@ def set_exact_gelu(backbone):
             dense.activation = keras.activations.gelu
 
 
+def runs_exact_gelu(backbone):
+    """True when every feed-forward activation of `backbone` already is the exact
+    GELU `set_exact_gelu` sets (e.g. the backbone of another `SentenceEncoder`)."""
+    layers = transformer_encoder_layers(backbone)
+    return bool(layers) and all(layer.activation is keras.activations.gelu for layer in layers)
+
+
 def vocabulary_from_tokenizer_json(path):
     """The WordPiece vocabulary of a Hugging Face `tokenizer.json`, in id order.
 

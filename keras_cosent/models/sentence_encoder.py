@@ -53,8 +53,9 @@ class SentenceEncoder(keras.Model):
         exact_gelu: bool. If True, the backbone's feed-forward GELU is switched
             to the exact erf form used by `transformers` (keras-hub's BERT uses
             the tanh approximation). Stored in the config and re-applied on
-            reload; False leaves the backbone as it is. `from_checkpoint` sets
-            it from the checkpoint's `hidden_act`.
+            reload; False leaves the backbone as it is (one already switched,
+            such as another encoder's, is recorded as exact). `from_checkpoint`
+            sets it from the checkpoint's `hidden_act`.
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
     Call arguments:
@@ -110,6 +111,10 @@ class SentenceEncoder(keras.Model):
             # Backbone constructors hard-code their activation, so a reloaded
             # backbone comes back approximate: re-apply on every construction.
             checkpoints.set_exact_gelu(backbone)
+        elif checkpoints.runs_exact_gelu(backbone):
+            # Another encoder's backbone, already switched: recorded as it is, so
+            # that a reload (or an export) computes what this encoder computes.
+            exact_gelu = True
 
         # === Layers ===
         # Locals first: the torch backend forbids setting sublayers before

@@ -321,6 +321,22 @@ def test_exact_gelu_changes_the_backbone_and_survives_saving(tmp_path):
     assert not _feedforward_matches(bare, _exact_gelu)
 
 
+def test_an_encoder_over_another_encoders_exact_backbone_records_it(tmp_path):
+    # Re-wrapping a checkpoint encoder's backbone (to change pooling, say): the
+    # backbone already runs the exact GELU, and a reload must too.
+    exact = make_tiny_encoder(exact_gelu=True)
+    rewrapped = SentenceEncoder(exact.backbone, exact.tokenizer, pooling="cls", max_length=16)
+    assert rewrapped.exact_gelu is True and rewrapped.get_config()["exact_gelu"] is True
+    path = tmp_path / "rewrapped.keras"
+    rewrapped.save(path)
+    restored = keras.saving.load_model(path)
+    assert _feedforward_matches(restored.backbone, _exact_gelu)
+    np.testing.assert_allclose(restored.encode(TEXTS), rewrapped.encode(TEXTS), atol=1e-6)
+    # An approximate backbone stays approximate.
+    approx = make_tiny_encoder(exact_gelu=False)
+    assert SentenceEncoder(approx.backbone, approx.tokenizer, max_length=16).exact_gelu is False
+
+
 @pytest.mark.parametrize("pooling", ["mean", "first_last_avg"])
 def test_keras_save_and_load(tmp_path, pooling):
     encoder = make_tiny_encoder(pooling=pooling)
