@@ -21,6 +21,7 @@ import keras
 from keras_cosent.models.encoder_loading import ENCODER_FILENAME
 from keras_cosent.models.encoder_loading import checked_keras_archive
 from keras_cosent.models.encoder_loading import saved_encoder_file
+from keras_cosent.utils.arguments import is_int
 from keras_cosent.utils.truncation import check_truncate_dim
 
 
@@ -41,12 +42,12 @@ def _next_version(base_dir):
 def _check_version(version):
     if isinstance(version, str) and version.isdigit():
         version = int(version)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+    if not is_int(version) or version < 0:
         raise ValueError(
             "`version` should be a non-negative integer (TF Serving's version "
             f"directories are numeric). Received: `version`={version!r}"
         )
-    return version
+    return int(version)
 
 
 def _package_root():
@@ -105,11 +106,14 @@ def _write_export(encoder_or_path, export_dir, max_length, string_signatures, tr
         _export_in_subprocess(encoder_file, export_dir, max_length, string_signatures,
                               truncate_dim)
         return
-    # Validate here so that a bad `max_length` or `truncate_dim` fails before the
-    # slow subprocess.
+    # Validate here so that a bad `max_length` or `truncate_dim`, or string
+    # signatures without a tokenizer, fail before the slow subprocess.
+    from keras_cosent.export.serving_graph import check_tokenizer_for_strings
     from keras_cosent.export.serving_graph import resolve_max_length
 
     resolve_max_length(encoder_or_path, max_length)
+    if string_signatures:
+        check_tokenizer_for_strings(encoder_or_path)
     if truncate_dim is not None:
         check_truncate_dim(truncate_dim, encoder_or_path.embedding_dim)
     with tempfile.TemporaryDirectory(prefix="keras-cosent-export-") as scratch:
@@ -181,23 +185,31 @@ def export_saved_model(
     >>> keras_cosent.export.export_saved_model("runs/sts/encoder.keras", base)  # doctest: +SKIP
     '/tmp/.../2'
     """
-    if truncate_dim is not None and (
-        isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int) or truncate_dim <= 0
-    ):
-        raise ValueError(
-            f"`truncate_dim` should be a positive int. Received: `truncate_dim`={truncate_dim!r}"
-        )
+    if truncate_dim is not None:
+        if not is_int(truncate_dim) or truncate_dim <= 0:
+            raise ValueError(
+                "`truncate_dim` should be a positive int. Received: "
+                f"`truncate_dim`={truncate_dim!r}"
+            )
+        truncate_dim = int(truncate_dim)
     base_dir = os.path.abspath(os.fspath(base_dir))
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise NotADirectoryError(f"`base_dir` {base_dir} exists and is not a directory")
-    created_base = not os.path.exists(base_dir)
+    made = []  # the folders this export creates, outermost first
+    folder = base_dir
+    while not os.path.exists(folder):
+        made.insert(0, folder)
+        folder = os.path.dirname(folder)
     os.makedirs(base_dir, exist_ok=True)
     try:
         return _export_version(encoder_or_path, base_dir, version, max_length, overwrite,
                                string_signatures, truncate_dim)
     except BaseException:
-        if created_base and not os.listdir(base_dir):
-            os.rmdir(base_dir)  # a failed export leaves no empty folder behind
+        # A failed export leaves no empty folder behind, its parents included.
+        for folder in reversed(made):
+            if os.listdir(folder):
+                break
+            os.rmdir(folder)
         raise
 
 

@@ -45,6 +45,16 @@ def resolve_max_length(encoder, max_length=None):
     return check_max_length(value, getattr(encoder, "backbone", None))
 
 
+def check_tokenizer_for_strings(encoder):
+    """Refuses the string signatures of an encoder without a tokenizer."""
+    if encoder.tokenizer is None:
+        raise ValueError(
+            "The encoder has no tokenizer, so the string signatures cannot be "
+            "built; create it with `SentenceEncoder.from_checkpoint`, or pass "
+            "`string_signatures=False` to export `encode_tokens` only."
+        )
+
+
 def write_serving_saved_model(
     encoder, export_dir, max_length=None, string_signatures=True, truncate_dim=None
 ):
@@ -78,12 +88,7 @@ def write_serving_saved_model(
         truncate_dim = check_truncate_dim(truncate_dim, encoder.embedding_dim)
     tokenizer = encoder.tokenizer
     if string_signatures:
-        if tokenizer is None:
-            raise ValueError(
-                "The encoder has no tokenizer, so the string signatures cannot be "
-                "built; create it with `SentenceEncoder.from_checkpoint`, or pass "
-                "`string_signatures=False` to export `encode_tokens` only."
-            )
+        check_tokenizer_for_strings(encoder)
         cls_id, sep_id = special_token_ids(tokenizer)
         pad_id = int(encoder.pad_id)
 

@@ -284,6 +284,10 @@ class SentenceEncoder(keras.Model):
             raise ValueError(
                 f"`packing` should be None, True or False. Received: `packing`={packing!r}"
             )
+        if not isinstance(progress, (bool, np.bool_)):
+            raise ValueError(
+                f"`progress` should be True or False. Received: `progress`={progress!r}"
+            )
         truncate_dim = check_truncate_dim(truncate_dim, self.embedding_dim)
         if packing is True:
             sequence_packing.check_supports_packing(self.backbone)

@@ -12,6 +12,7 @@ vocabulary is an asset of the `.keras` file) and `max_length`, and rebuilds its
 preprocessor from them.
 """
 
+import collections.abc
 import numpy as np
 
 from keras_cosent.data.padding import pad_batch
@@ -99,6 +100,13 @@ def check_texts(texts):
         raise TypeError(
             "`texts` should be a list of strings; received a single "
             f"{type(texts).__name__}. Wrap it in a list: [text]."
+        )
+    if isinstance(texts, (collections.abc.Mapping, collections.abc.Set)):
+        # A dict would give its keys, a set an arbitrary order: the embeddings
+        # could not be matched back to the texts.
+        raise TypeError(
+            "`texts` should be a list of strings (an ordered sequence). Received: "
+            f"{type(texts).__name__}"
         )
     try:
         texts = list(texts)

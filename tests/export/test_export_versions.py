@@ -59,6 +59,10 @@ def test_explicit_version_and_overwrite(tmp_path, stub_writer):
     assert export_saved_model("new", base, version=3, overwrite=True) == os.path.join(base, "3")
     assert _marker(os.path.join(base, "3")) == "new"
     assert os.listdir(base) == ["3"]
+    # A NumPy integer is an int, as everywhere in the API.
+    import numpy as np
+
+    assert export_saved_model("np", base, version=np.int64(5)) == os.path.join(base, "5")
 
 
 def test_failed_export_leaves_nothing_behind(tmp_path, monkeypatch):

@@ -48,3 +48,19 @@ def test_bad_truncate_dim_fails_before_exporting(tiny_checkpoint, tmp_path, bad)
     with pytest.raises(ValueError, match=rf"`truncate_dim`={bad}"):
         keras_cosent.export.export_saved_model(encoder, str(tmp_path), truncate_dim=bad)
     assert not any(tmp_path.iterdir())
+    # Nor the folders it made above BASE_DIR.
+    with pytest.raises(ValueError, match=rf"`truncate_dim`={bad}"):
+        keras_cosent.export.export_saved_model(encoder, str(tmp_path / "new" / "models"),
+                                               truncate_dim=bad)
+    assert not any(tmp_path.iterdir())
+
+
+def test_string_signatures_without_a_tokenizer_fail_before_exporting(tiny_checkpoint, tmp_path):
+    # Off TensorFlow the export runs in a TensorFlow subprocess: refused before it
+    # starts, with the same message as on TensorFlow.
+    encoder = build_encoder(tiny_checkpoint, 12)
+    bare = keras_cosent.models.SentenceEncoder(encoder.backbone, None,
+                                               max_length=encoder.max_length)
+    with pytest.raises(ValueError, match="The encoder has no tokenizer"):
+        keras_cosent.export.export_saved_model(bare, str(tmp_path / "base"))
+    assert not any(tmp_path.iterdir())

@@ -229,6 +229,9 @@ def test_encode_progress_bar(tiny_encoder, capsys):
         (["fine", 3, "fine"], "item 1 is int"),
         ([b"bytes"], "item 0 is bytes"),
         (42, "list of strings"),
+        # Unordered: the rows could not be matched back to the texts.
+        ({"query": "a cat sat"}, r"an ordered sequence\)\. Received: dict"),
+        ({"a cat", "a dog"}, r"an ordered sequence\)\. Received: set"),
     ],
 )
 def test_encode_rejects_non_strings(tiny_encoder, texts, match):
@@ -239,6 +242,8 @@ def test_encode_rejects_non_strings(tiny_encoder, texts, match):
 def test_encode_rejects_bad_batch_size(tiny_encoder):
     with pytest.raises(ValueError, match="`batch_size`=0"):
         tiny_encoder.encode(["a"], batch_size=0)
+    with pytest.raises(ValueError, match="`progress`='no'"):
+        tiny_encoder.encode(["a"], progress="no")
 
 
 def test_without_tokenizer_text_methods_raise(tiny_encoder):
