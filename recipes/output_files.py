@@ -30,8 +30,8 @@ def refuse_unwritable(path, option, inside=False):
     folder above it that exists is a file, is read-only or is not writable by the user.
 
     With `inside`, `path` is a folder the command writes into, and is checked
-    itself when it exists. `-` is refused: it is not stdout here. A full disk is found only when writing
-    (`write_atomically` reports it).
+    itself when it exists. `-` is refused: it is not stdout here. A full disk
+    is found only when writing (`write_atomically` reports it).
     """
     if str(path) == "-":
         # Read as stdin where an input is expected; stdout holds the results table.

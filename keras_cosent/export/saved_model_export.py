@@ -21,6 +21,7 @@ import keras
 from keras_cosent.models.encoder_loading import ENCODER_FILENAME
 from keras_cosent.models.encoder_loading import checked_keras_archive
 from keras_cosent.models.encoder_loading import saved_encoder_file
+from keras_cosent.utils.arguments import check_positive_int
 from keras_cosent.utils.arguments import is_int
 from keras_cosent.utils.truncation import check_truncate_dim
 
@@ -186,12 +187,7 @@ def export_saved_model(
     '/tmp/.../2'
     """
     if truncate_dim is not None:
-        if not is_int(truncate_dim) or truncate_dim <= 0:
-            raise ValueError(
-                "`truncate_dim` should be a positive int. Received: "
-                f"`truncate_dim`={truncate_dim!r}"
-            )
-        truncate_dim = int(truncate_dim)
+        truncate_dim = check_positive_int("truncate_dim", truncate_dim)
     base_dir = os.path.abspath(os.fspath(base_dir))
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise NotADirectoryError(f"`base_dir` {base_dir} exists and is not a directory")
