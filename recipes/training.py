@@ -220,6 +220,9 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
                          f"{_fewer_negatives(count)} past the margin and were completed with "
                          "random documents (--mine-fill random)")
             blank = report["blank_rows"]
+            if report["blank_documents"]:
+                env.note(f"{report['blank_documents']} blank documents of {data.source} were "
+                         "never taken as negatives")
         if blank:
             env.note(f"{blank} (query, positive) pairs of {data.source} have a blank query or "
                      "positive and make no training row")

@@ -19,6 +19,9 @@ from the rest of the corpus: never a known positive, never a candidate the
 margin would drop (each draw is scored against the query); these are about as
 easy as in-batch negatives, so the row trains as it would without mining.
 
+A blank document (empty or whitespace text) is never a negative, mined or
+filled.
+
 `ignore_identical_ids=True` also treats the document whose id is the query's
 own as off limits, as BEIR's search does: in sets whose queries are corpus
 documents too (ArguAna, Quora) it is the query itself, the worst negative.
@@ -169,7 +172,9 @@ def mine_hard_negatives(
         completed by `fill`; fewer than `short_rows` only when the corpus has
         too few documents left), `blank_rows` ((query, positive) pairs left out
         because the query's or the positive's text is blank: no training row,
-        and `write_retrieval_triplets` refuses them) and `num_negatives`.
+        and `write_retrieval_triplets` refuses them), `blank_documents` (corpus
+        documents whose text is blank: never taken as negatives) and
+        `num_negatives`.
 
     Example:
 
@@ -262,7 +267,13 @@ def mine_hard_negatives(
 
     max_pos = max((len(p) for p in positive_index), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
-    k = min(range_max + max_pos + ignore_identical_ids, num_docs)
+    # A blank document is never a negative: it would teach the query only to
+    # move away from the empty string's embedding. The search goes deeper by
+    # as many (at most `range_max` more, which bounds its memory); a window
+    # that more blank documents than that crowd is short, as the fill covers.
+    blank_docs = {j for j, text in enumerate(doc_texts) if not text.strip()}
+    k = min(range_max + max_pos + ignore_identical_ids + min(len(blank_docs), range_max),
+            num_docs)
     # top_k normalises both sides as `q` and `cosine` do, but its matrix products
     # sum in another order than `cosine`'s dot product: a positive's score is
     # taken from top_k's own scores where it was retrieved, so that a document
@@ -275,8 +286,7 @@ def mine_hard_negatives(
         if not query_texts[qi].strip():
             blank_rows += len(pos)
             continue
-        pos_set = set(pos)
-        off_limits = pos_set | ({own[qi]} if own[qi] is not None else set())
+        off_limits = set(pos) | blank_docs | ({own[qi]} if own[qi] is not None else set())
         retrieved = {int(j): float(s) for s, j in zip(scores[qi], indices[qi])}
         candidates = [
             (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in off_limits
@@ -302,12 +312,12 @@ def mine_hard_negatives(
                 short_rows += 1
                 short_queries.add(query_ids[qi])
                 if fill == "random":
-                    taken = list(off_limits | set(kept))
+                    taken = off_limits | set(kept)
 
                     def acceptable():
                         # passes() is a plain True when no margin applies: one per document.
                         mask = np.array(np.broadcast_to(passes(cosines(qi)), num_docs), dtype=bool)
-                        mask[taken] = False
+                        mask[list(taken)] = False
                         return mask
 
                     kept += _random_fill(
@@ -323,6 +333,7 @@ def mine_hard_negatives(
         "short_queries": len(short_queries),
         "filled_rows": filled_rows,
         "blank_rows": blank_rows,
+        "blank_documents": len(blank_docs),
         "num_negatives": num_negatives,
     }
     return rows, report

@@ -161,6 +161,9 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
             f"{report['blank_rows']} (query, positive) pairs with a blank query or positive "
             "make no row and were left out"
         )
+    if report["blank_documents"]:
+        env.log(f"{report['blank_documents']} blank documents of {corpus} were never taken as "
+                "negatives")
     if report["filled_rows"]:
         env.log(
             f"{report['filled_rows']} of {report['short_rows']} short rows were completed "

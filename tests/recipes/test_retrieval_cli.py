@@ -572,7 +572,16 @@ def test_mine_leaves_out_pairs_with_a_blank_query_and_says_so(cli, tiny_checkpoi
                       model=tiny_checkpoint)
     assert result.exit_code == 0, result.output
     assert "1 (query, positive) pairs with a blank query or positive make no row" in result.stdout
+    assert "blank documents" not in result.stdout
     assert [(r["query"], r["positive"]) for r in read_jsonl(output)] == [("a man", "a man rides")]
+
+    with_blank = write_beir(tmp_path / "blank_doc", "dev", {"q1": "a man"},
+                            {"d1": "a man rides", "d2": "", "d3": "a cat"}, {"q1": {"d1": 1}})
+    result = mine_cli(cli, with_blank, tmp_path / "blank_doc.jsonl", "--num-negatives", 2,
+                      "--max-length", 16, model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert f"1 blank documents of {with_blank / 'corpus.jsonl'} were never taken" in result.stdout
+    assert read_jsonl(tmp_path / "blank_doc.jsonl")[0]["negatives"] == ["a cat"]
 
     only_blank = write_beir(tmp_path / "blank", "dev", {"q2": " "}, {"d2": "a dog"},
                             {"q2": {"d2": 1}})

@@ -383,9 +383,11 @@ def test_training_rows_leave_out_pairs_with_a_blank_query_or_positive(tmp_path, 
     (tmp_path / "run").mkdir()
     train = recipes.training.mine_training_rows(
         config, _Angles(vectors), Recording(), tmp_path / "backup", tmp_path / "run", data)
-    # Only (q1, d1) makes a row; the blank document stays a possible negative.
+    # Only (q1, d1) makes a row; the blank document, nearest to q1 after d1, is
+    # passed over for the next one.
     assert [column[0] for column in train.columns[:2]] == ["a man", "a man rides"]
     assert len(train) == 1
     if count:
-        assert train.columns[2] == [" "]
+        assert train.columns[2] == ["a cat"]
+        assert "1 blank documents of ir-train were never taken as negatives" in " ".join(notes)
     assert "2 (query, positive) pairs of ir-train have a blank query or positive" in " ".join(notes)

@@ -34,7 +34,7 @@ def test_excludes_positives_and_keeps_rank_order():
     assert [r[:2] for r in rows] == [["the query", "text pos"], ["the query", "text other_pos"]]
     assert rows[0][2:] == ["text unlabelled_dup", "text n1"]
     assert report == {"rows": 2, "short_rows": 0, "short_queries": 0, "filled_rows": 0,
-                      "blank_rows": 0, "num_negatives": 2}
+                      "blank_rows": 0, "blank_documents": 0, "num_negatives": 2}
 
 
 def test_pairs_with_a_blank_query_or_positive_make_no_row_and_are_counted():
@@ -47,6 +47,22 @@ def test_pairs_with_a_blank_query_or_positive_make_no_row_and_are_counted():
     # The blank positive is left out, yet stays off limits as a negative.
     assert rows == [["the query", "text other_pos", "text unlabelled_dup", "text n1"]]
     assert report["rows"] == 1 and report["blank_rows"] == 2
+
+
+def test_a_blank_document_is_never_a_negative_and_the_search_reaches_past_it():
+    # Blank texts where the two nearest non-positives were: mined negatives are the
+    # next two by rank, not the blanks, and the random fill never draws them.
+    corpus = {**CORPUS, "unlabelled_dup": "", "n1": " \n"}
+    rows, report = mine_hard_negatives(
+        {"q": "the query"}, corpus, {"q": {"pos": 1}}, query_embeddings=Q_EMB,
+        corpus_embeddings=C_EMB, num_negatives=2, range_max=2)
+    assert rows == [["the query", "text pos", "text other_pos", "text n2"]]
+    assert report["blank_documents"] == 2 and report["short_rows"] == 0
+    rows, report = mine_hard_negatives(
+        {"q": "the query"}, corpus, {"q": {"pos": 1}}, query_embeddings=Q_EMB,
+        corpus_embeddings=C_EMB, num_negatives=10, range_max=1, fill="random")
+    assert sorted(rows[0][2:]) == ["text far", "text n2", "text n3", "text other_pos"]
+    assert report["short_rows"] == 1 and report["filled_rows"] == 0
 
 
 def test_absolute_margin_drops_candidates_near_or_above_positive():
