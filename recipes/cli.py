@@ -23,6 +23,7 @@ from recipes.context import BACKENDS
 from recipes.context import Environment
 from recipes.errors import as_cli_error
 from recipes.errors import one_line
+from recipes.progress import end_open_line
 
 
 def _warnings_shown_as_lines(show):
@@ -33,6 +34,7 @@ def _warnings_shown_as_lines(show):
 
     def show_warning(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, UserWarning):
+            end_open_line()
             click.echo(f"Warning: {one_line(message)}", err=True)
         else:
             show(message, category, filename, lineno, file, line)

@@ -12,6 +12,7 @@ import sys
 import click
 
 from recipes.errors import CliError
+from recipes.progress import end_open_line
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -54,7 +55,9 @@ class Environment:
         click.echo(message, **kwargs)
 
     def note(self, message):
-        """Prints a side remark (what was reused, where files went) on stderr."""
+        """Prints a side remark (what was reused, where files went) on stderr, on a
+        line of its own (not after an open progress bar)."""
+        end_open_line()
         click.echo(message, err=True)
 
 

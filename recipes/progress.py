@@ -34,7 +34,50 @@ def prefixed(note, context):
     return lambda message: note(f"{context}: {message}")
 
 
+class _LineTracking:
+    """A text stream that writes to `stream` and remembers whether its last write
+    left a line open: Keras' progress bar ends its line only when its next update
+    starts, after the callbacks of the step or the epoch have run. Text that is
+    not a bar update (which starts by going back over the line, or below it)
+    written while the line is open starts a line of its own: a callback's print."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.line_open = False
+
+    def write(self, text):
+        if not text:
+            return self._stream.write(text)
+        if self.line_open and text[0] not in "\n\r\b":
+            text = "\n" + text
+        self.line_open = not text.endswith("\n")
+        return self._stream.write(text)
+
+    def __getattr__(self, name):  # flush, isatty, encoding: the stream's own
+        return getattr(self._stream, name)
+
+
+_tracking = []
+
+
+@contextlib.contextmanager
 def to_stderr():
     """A context in which Keras' printing (`fit`'s epoch lines and progress bar, the
-    callbacks' epoch notes) goes to stderr: Keras writes to `sys.stdout`."""
-    return contextlib.redirect_stdout(sys.stderr)
+    callbacks' epoch notes) goes to stderr: Keras writes to `sys.stdout`. Within
+    it, `end_open_line` ends a line the bar left open."""
+    tracking = _LineTracking(sys.stderr)
+    _tracking.append(tracking)
+    try:
+        with contextlib.redirect_stdout(tracking):
+            yield
+    finally:
+        _tracking.remove(tracking)
+
+
+def end_open_line():
+    """Ends the line that Keras' progress bar left open on stderr, if any, so that a
+    message written there next (a note, a warning) starts a line of its own."""
+    for tracking in _tracking:
+        if tracking.line_open:
+            tracking.write("\n")
+            tracking.flush()
