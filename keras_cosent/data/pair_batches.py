@@ -190,6 +190,7 @@ class PairBatches(keras.utils.PyDataset):
             self._num_batches = math.ceil(num_rows / self.batch_size)
         self._epoch = 0
         self._batches = self._plan_epoch(0)
+        self._warn_of_plan()
 
     def _batch_targets(self):
         """Per-row targets: the scores, or each anchor's group id for InfoNCE."""
@@ -256,15 +257,17 @@ class PairBatches(keras.utils.PyDataset):
         if bucketing and self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         natural_remainder = num_rows - self._num_batches * size if self.drop_remainder else 0
+        self._plan_warning = None
         if stats["oversized"] or stats["conflicts"] or stats["dropped"] > natural_remainder:
-            warnings.warn(
+            # Said by _warn_of_plan when the epoch is served: `on_epoch_end` also
+            # plans the epoch after the last, which no one trains on.
+            self._plan_warning = (
                 f"PairBatches(unique_texts=True) on {self.dataset.source!r}, epoch {epoch}: "
                 f"{stats['oversized']} row(s) went into oversized batches, "
                 f"{stats['conflicts']} row(s) share a text with their batch (no batch "
                 f"was free of their texts: some texts occur in about as many rows as "
                 f"there are batches), {stats['dropped']} row(s) "
-                f"dropped (drop_remainder alone drops {natural_remainder}).",
-                stacklevel=3,
+                f"dropped (drop_remainder alone drops {natural_remainder})."
             )
         self.stats = stats
         batches = [np.asarray(b, dtype="int64") for b in batches]
@@ -373,10 +376,17 @@ class PairBatches(keras.utils.PyDataset):
                         return True
         return False
 
+    def _warn_of_plan(self):
+        """Warns, once, of what the unique-texts placement could not avoid this epoch."""
+        if self._plan_warning is not None:
+            message, self._plan_warning = self._plan_warning, None
+            warnings.warn(message, stacklevel=3)
+
     def __len__(self):
         return self._num_batches
 
     def __getitem__(self, index):
+        self._warn_of_plan()
         if index < 0:
             index += self._num_batches
         if not 0 <= index < self._num_batches:

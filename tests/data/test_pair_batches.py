@@ -1,5 +1,7 @@
 """Tests for PairBatches: coverage per epoch, shuffling, padding, group ids, unique texts, fit."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -198,6 +200,16 @@ def test_unique_texts_impossible_warns_and_keeps_rows():
                               unique_texts=True, seed=0)
     rows = sorted(np.concatenate(batches._batches).tolist())
     assert rows == list(range(8))
+    # The next epoch is planned at the end of this one, even after the last
+    # epoch: its warning waits until one of its batches is served.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        batches.on_epoch_end()
+    with pytest.warns(UserWarning, match="epoch 1: .* share a text"):
+        batches[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        batches[1]  # once per epoch
 
 
 def test_unique_texts_allows_same_text_within_a_row():
