@@ -84,13 +84,36 @@ class LabelsCheckedLoss(keras.losses.Loss):
         """`(loss name, what it reads from y_true)`; None for the second if nothing."""
         return type(self).__name__, "labels"
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
+    def _checked_labels(self, y_true):
         loss_name, labels = self.labels_read()
         if labels is not None:
             check_labels_given(y_true, loss_name, labels)
         elif y_true is None:
             y_true = 0.0
-        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+        return y_true
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        return super().__call__(self._checked_labels(y_true), y_pred, sample_weight=sample_weight)
+
+
+class WeightsPassingLoss(LabelsCheckedLoss):
+    """A loss made of other losses, which passes `sample_weight` on to each of them.
+
+    Each inner loss then weighs its own rows (anchors, pairs) as it does on its
+    own; Keras would instead multiply the combined scalar by every weight and
+    average, which for a loss of one value per batch scales it by the mean
+    weight whatever rows the weights were given to. Subclasses implement
+    `call(y_true, y_pred, sample_weight=None)`.
+    """
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if sample_weight is None:
+            return super().__call__(y_true, y_pred)
+        y_true = self._checked_labels(y_true)
+        convert = lambda x: ops.convert_to_tensor(x, dtype=self.dtype)  # noqa: E731
+        y_true, y_pred = keras.tree.map_structure(convert, (y_true, y_pred))
+        sample_weight = ops.convert_to_tensor(sample_weight, dtype=self.dtype)
+        return ops.cast(self.call(y_true, y_pred, sample_weight=sample_weight), self.dtype)
 
 
 def labels_read_by(loss):

@@ -11,7 +11,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
-from keras_cosent.losses._validation import LabelsCheckedLoss
+from keras_cosent.losses._validation import WeightsPassingLoss
 from keras_cosent.losses._validation import as_sequence
 from keras_cosent.losses._validation import check_finite_float
 from keras_cosent.losses._validation import check_non_negative_float
@@ -42,7 +42,7 @@ def _check_name(name):
 
 
 @keras_cosent_export
-class JointLoss(LabelsCheckedLoss):
+class JointLoss(WeightsPassingLoss):
     """Weighted sum of several losses computed on the same `y_true` and `y_pred`.
 
     Each term `i` is `weights[i] * losses[i](y_true, y_pred)`. With
@@ -50,6 +50,9 @@ class JointLoss(LabelsCheckedLoss):
     values over the rows with `y_true > t` only (0 when the batch has none);
     the loss must then return one value per row (`InfoNCELoss`,
     `CosineMSELoss`, `TripletLoss`...), not a batch-level scalar (`CoSENTLoss`).
+    A `sample_weight` goes to every term, which weighs its rows as its loss
+    does alone; a term with `positive_above` takes the sum of its weighted
+    rows over their count.
 
     Args:
         losses: non-empty list of `keras.losses.Loss` instances, all taking the
@@ -129,9 +132,11 @@ class JointLoss(LabelsCheckedLoss):
         self.names = tuple(names)
         self.positive_above = tuple(thresholds)
 
-    def _term(self, loss, threshold, y_true, y_pred):
+    def _term(self, loss, threshold, y_true, y_pred, sample_weight=None):
         if threshold is None:
-            return ops.cast(loss(y_true, y_pred), "float32")
+            if sample_weight is None:
+                return ops.cast(loss(y_true, y_pred), "float32")
+            return ops.cast(loss(y_true, y_pred, sample_weight=sample_weight), "float32")
         per_row = ops.cast(loss.call(y_true, y_pred), "float32")
         if len(per_row.shape) != 1:
             raise ValueError(
@@ -141,6 +146,10 @@ class JointLoss(LabelsCheckedLoss):
         labels = ops.reshape(ops.cast(ops.convert_to_tensor(y_true), "float32"), (-1,))
         selected = ops.cast(labels > threshold, "float32")
         count = ops.sum(selected)
+        if sample_weight is not None:
+            # Weighted as Keras weighs rows: the sum over the rows counted, divided
+            # by how many there are.
+            per_row = per_row * ops.reshape(ops.cast(sample_weight, "float32"), (-1,))
         return ops.sum(per_row * selected) / ops.maximum(count, 1.0)
 
     def labels_read(self):
@@ -152,15 +161,15 @@ class JointLoss(LabelsCheckedLoss):
                 return read
         return "JointLoss", None
 
-    def terms(self, y_true, y_pred):
+    def terms(self, y_true, y_pred, sample_weight=None):
         """Each term's value before weighting, as a dict `{name: float32 scalar}`."""
         return {
-            name: self._term(loss, threshold, y_true, y_pred)
+            name: self._term(loss, threshold, y_true, y_pred, sample_weight)
             for name, loss, threshold in zip(self.names, self.losses, self.positive_above)
         }
 
-    def call(self, y_true, y_pred):
-        terms = self.terms(y_true, y_pred)
+    def call(self, y_true, y_pred, sample_weight=None):
+        terms = self.terms(y_true, y_pred, sample_weight)
         return sum(weight * terms[name] for name, weight in zip(self.names, self.weights))
 
     def get_config(self):

@@ -6,7 +6,7 @@
 import keras
 
 from keras_cosent.api_export import keras_cosent_export
-from keras_cosent.losses._validation import LabelsCheckedLoss
+from keras_cosent.losses._validation import WeightsPassingLoss
 from keras_cosent.losses._validation import as_sequence
 from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.losses._validation import labels_read_by
@@ -33,12 +33,13 @@ def _check_dims_and_weights(dims, weights):
     return checked, tuple(check_non_negative_float("weights", w) for w in weight_tuple)
 
 
-def matryoshka_loss(y_true, y_pred, loss, dims, weights=None):
+def matryoshka_loss(y_true, y_pred, loss, dims, weights=None, sample_weight=None):
     """Weighted sum of `loss` on each truncation of `y_pred`, a scalar.
 
     See `keras_cosent.losses.MatryoshkaLoss` for the arguments, checked as the
     class checks them, except that `loss` may be any callable
-    `loss(y_true, y_pred)` here.
+    `loss(y_true, y_pred)` here (`loss(y_true, y_pred, sample_weight=...)`
+    when `sample_weight` is given).
     """
     if not callable(loss):
         raise ValueError(
@@ -53,17 +54,23 @@ def matryoshka_loss(y_true, y_pred, loss, dims, weights=None):
                 f"`MatryoshkaLoss` dims entry {dim} is larger than the embedding "
                 f"dimension {full} of `y_pred` (shape {tuple(y_pred.shape)})."
             )
-        total = total + weight * loss(y_true, truncate_embeddings(y_pred, dim))
+        truncated = truncate_embeddings(y_pred, dim)
+        if sample_weight is None:
+            total = total + weight * loss(y_true, truncated)
+        else:
+            total = total + weight * loss(y_true, truncated, sample_weight=sample_weight)
     return total
 
 
 @keras_cosent_export
-class MatryoshkaLoss(LabelsCheckedLoss):
+class MatryoshkaLoss(WeightsPassingLoss):
     """Applies an embedding loss to several leading slices of the embeddings.
 
     For each `d` in `dims`, the inner `loss` is computed on the first `d`
     coordinates of every embedding, re-normalised, and the results are
     summed with `weights` (`None`: 1 for each, as in sentence-transformers).
+    A `sample_weight` goes to the inner loss on every slice, which weighs its
+    rows as it does alone (`InfoNCELoss` each anchor, say).
 
     Args:
         loss: a `keras.losses.Loss` instance taking embeddings as `y_pred`
@@ -115,8 +122,9 @@ class MatryoshkaLoss(LabelsCheckedLoss):
     def labels_read(self):
         return labels_read_by(self.loss)
 
-    def call(self, y_true, y_pred):
-        return matryoshka_loss(y_true, y_pred, self.loss, self.dims, self.weights)
+    def call(self, y_true, y_pred, sample_weight=None):
+        return matryoshka_loss(y_true, y_pred, self.loss, self.dims, self.weights,
+                               sample_weight=sample_weight)
 
     def get_config(self):
         config = super().get_config()

@@ -17,14 +17,17 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
-from keras_cosent.losses._validation import LabelsCheckedLoss
+from keras_cosent.losses._validation import WeightsPassingLoss
 from keras_cosent.losses.joint_loss import _check_losses
 from keras_cosent.losses.joint_loss import _check_name
 
 
 @keras_cosent_export
-class MultiTaskLoss(LabelsCheckedLoss):
+class MultiTaskLoss(WeightsPassingLoss):
     """Applies task `t`'s loss to a batch whose `y_true[:, 1]` is `t`.
+
+    A `sample_weight` goes to the task's loss, which weighs its rows as it
+    does alone.
 
     Args:
         losses: non-empty list of `keras.losses.Loss`, one per task.
@@ -89,12 +92,15 @@ class MultiTaskLoss(LabelsCheckedLoss):
         """The batch's task index, an int32 scalar."""
         return ops.cast(ops.convert_to_tensor(y_true)[0, 1], "int32")
 
-    def _task_loss(self, task, labels, padded):
+    def _task_loss(self, task, labels, padded, sample_weight=None):
         count = self.columns[task]
         embeddings = ops.reshape(padded[:, :count], (-1, count, padded.shape[-1]))
-        return ops.cast(self.losses[task](labels, embeddings), "float32")
+        if sample_weight is None:
+            return ops.cast(self.losses[task](labels, embeddings), "float32")
+        return ops.cast(self.losses[task](labels, embeddings, sample_weight=sample_weight),
+                        "float32")
 
-    def call(self, y_true, y_pred):
+    def call(self, y_true, y_pred, sample_weight=None):
         y_true = ops.convert_to_tensor(y_true)
         labels = y_true[:, 0]
         task = self.task_index(y_true)
@@ -104,7 +110,8 @@ class MultiTaskLoss(LabelsCheckedLoss):
         width = max(self.columns)
         filler = ops.tile(y_pred[:, :1], (1, width, 1))
         padded = ops.concatenate([y_pred, filler], axis=1)[:, :width]
-        branches = [functools.partial(self._task_loss, t) for t in range(len(self.losses))]
+        branches = [functools.partial(self._task_loss, t, sample_weight=sample_weight)
+                    for t in range(len(self.losses))]
         # `ops.switch` clamps an index out of range on JAX and PyTorch, and the
         # TensorFlow sum below gives 0: a NaN says so on every backend.
         valid = ops.logical_and(task >= 0, task < len(self.losses))

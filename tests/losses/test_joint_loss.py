@@ -51,6 +51,23 @@ def test_terms_are_the_unweighted_references():
     np.testing.assert_allclose(float(keras.ops.convert_to_numpy(terms["cosent"])), cosent, rtol=1e-5)
 
 
+def test_sample_weight_weighs_each_term_as_its_loss_does():
+    # The InfoNCE term (rows above 2.5): sum(loss_i * w_i) over those rows, divided
+    # by their count. CoSENT, one value per batch, is scaled by the mean weight, as
+    # Keras weighs it alone. The weights used to scale the whole total by their mean.
+    scores, pairs = _batch()
+    weights = np.random.default_rng(5).choice([0.0, 1.0, 3.0], size=len(scores)).astype("float32")
+    per_row = reference_infonce(np.arange(len(scores)), pairs, 0.05, False, False)
+    selected = scores > 2.5
+    infonce = np.sum((per_row * weights)[selected]) / selected.sum()
+    cosent = reference_cosent(scores, reference_cosines(pairs), 20.0) * weights.mean()
+    got = _loss()(scores, pairs, sample_weight=weights)
+    np.testing.assert_allclose(float(got), infonce + 0.5 * cosent, rtol=1e-4)
+    terms = _loss().terms(scores, pairs, sample_weight=weights)
+    np.testing.assert_allclose(float(terms["infonce"]), infonce, rtol=1e-4)
+    np.testing.assert_allclose(float(terms["cosent"]), cosent, rtol=1e-4)
+
+
 def test_a_batch_with_no_row_above_the_threshold_gives_a_zero_term():
     scores, pairs = _batch()
     scores = np.minimum(scores, 2.0)

@@ -7,6 +7,7 @@ import pytest
 import keras_cosent
 from tests import kit
 from tests.losses import helpers
+from tests.losses.test_infonce_loss import reference_infonce as infonce_reference
 from tests.losses.test_supcon_loss import reference as supcon_reference
 
 
@@ -18,6 +19,25 @@ def test_matches_weighted_sum_of_reference():
     )
     expected = sum(w * supcon_reference(y, x[:, :d], 0.1) for d, w in zip((8, 4, 2), (1.0, 0.5, 0.25)))
     np.testing.assert_allclose(float(loss(y, x.astype("float32"))), expected, rtol=1e-5)
+
+
+def test_sample_weight_reaches_the_inner_loss_rows():
+    # InfoNCE weighs each anchor: sum(loss_i * w_i) / batch on every slice. The
+    # weights used to multiply the summed scalar instead (mean(loss) * mean(w)).
+    tuples = np.random.default_rng(2).normal(size=(6, 2, 8)).astype("float32")
+    weights = np.array([1.0, 0.0, 0.0, 2.0, 0.5, 0.0], "float32")
+    loss = keras_cosent.losses.MatryoshkaLoss(
+        keras_cosent.losses.InfoNCELoss(), dims=(8, 4), weights=(1.0, 0.5))
+    expected = sum(
+        w * np.sum(infonce_reference(np.arange(6), tuples[..., :d], 0.05, False, False) * weights) / 6
+        for d, w in zip((8, 4), (1.0, 0.5)))
+    got = loss(np.zeros(6, "float32"), tuples, sample_weight=weights)
+    np.testing.assert_allclose(float(got), expected, rtol=1e-5)
+    assert keras.backend.standardize_dtype(got.dtype) == "float32"
+    # Without weights, as before: the plain sum.
+    plain = sum(w * infonce_reference(np.arange(6), tuples[..., :d], 0.05, False, False).mean()
+                for d, w in zip((8, 4), (1.0, 0.5)))
+    np.testing.assert_allclose(float(loss(np.zeros(6, "float32"), tuples)), plain, rtol=1e-5)
 
 
 def test_truncate_embeddings():

@@ -36,6 +36,17 @@ def test_each_task_gets_its_own_loss(task):
     np.testing.assert_allclose(value, expected, rtol=1e-5)
 
 
+def test_sample_weight_reaches_the_task_loss_rows():
+    # Triplet weighs each row: sum(loss_i * w_i) / batch. The weights used to
+    # scale the task's scalar by their mean instead.
+    rng = np.random.default_rng(4)
+    rows = rng.normal(size=(6, 3, 8))
+    weights = np.array([2.0, 0.0, 1.0, 0.0, 0.0, 1.0], "float32")
+    per_row = np.array([reference_triplet(rows[i : i + 1], 0.5, "cosine") for i in range(6)])
+    got = make_loss()(y_of(np.zeros(6), 1), rows.astype("float32"), sample_weight=weights)
+    np.testing.assert_allclose(float(got), np.sum(per_row * weights) / 6, rtol=1e-5)
+
+
 @pytest.mark.parametrize("task", [0, 1])
 def test_the_gradient_is_the_task_losses_own(task):
     # The other task's loss, computed on the padded columns on TensorFlow, must add
