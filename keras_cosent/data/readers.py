@@ -79,13 +79,18 @@ def _read_text(path):
     try:
         # A wrong encoding (GBK, Latin-1) usually breaks the whole file, so this
         # raises even with on_bad_rows="skip" rather than dropping most rows.
-        return raw.decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise DataFormatError(
             path, line, f"invalid UTF-8 byte {raw[e.start:e.start + 1]!r} "
             "(is the file in another encoding? re-encode it to UTF-8)"
         ) from None
+    if "\n" not in text and "\r" in text.rstrip():
+        # Only \n ends a line: the whole file would be read as one row.
+        raise DataFormatError(path, 1, "lines end with a carriage return (\\r) alone, as in "
+                              "old Mac files; convert the line endings to \\n")
+    return text
 
 
 def _lines(path):

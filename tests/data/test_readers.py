@@ -194,6 +194,19 @@ def test_read_text_lines(tmp_path):
     assert ds.columns[0] is not ds.columns[1]
 
 
+@pytest.mark.parametrize("read, text", [
+    (read_text_lines, "first\rsecond\rthird\r"),
+    (read_sts_benchmark, "news\tf\t2012\t1\t4.5\ta\tb\rnews\tf\t2012\t2\t0\tc\td\r"),
+])
+def test_lines_ended_by_a_carriage_return_alone_are_refused(tmp_path, read, text):
+    # Only \n ends a line: such a file was read as one row (one sentence here).
+    path = _write(tmp_path, "mac.txt", text)
+    with pytest.raises(DataFormatError, match=r"mac\.txt:1: lines end with a carriage return"):
+        read(path)
+    # One line ended by \r alone is a line, as "first\r\n" is.
+    assert read_text_lines(_write(tmp_path, "one.txt", "only\r")).columns[0] == ["only"]
+
+
 def test_nli_ordinal_and_triplets_small(tmp_path):
     rows = [
         ("p1", "e1", "entailment"), ("p1", "c1", "contradiction"), ("p1", "n1", "neutral"),

@@ -47,6 +47,14 @@ def test_empty_line_is_a_one_line_error(cli, trained_run, tmp_path):
     assert not (tmp_path / "out.npy").exists()
 
 
+def test_lines_ended_by_a_carriage_return_alone_are_a_one_line_error(cli, trained_run, tmp_path):
+    # Only \n ends a line: the whole input was one sentence, one row.
+    result = cli("encode", trained_run["output"], "-", "-o", tmp_path / "out.npy",
+                 input="first\rsecond\rthird\r")
+    assert_one_line_error(result, "stdin:1", "carriage return")
+    assert not (tmp_path / "out.npy").exists()
+
+
 def test_output_is_never_the_input_and_bad_bytes_name_their_line(cli, trained_run, tmp_path):
     source = tmp_path / "sentences.txt"
     source.write_text("first\nsecond\n", encoding="utf-8")
