@@ -82,11 +82,26 @@ def _merge_moments(a, b):
     )
 
 
-def _correlation_from_moments(m2_x, m2_y, c_xy):
+def _extremes(x, mask):
+    """Smallest and largest of the rows of `x` where `mask` (inf and -inf if none)."""
+    # Padded with one sentinel: the min of no rows at all fails on PyTorch.
+    inf = float("inf")
+    return (ops.min(ops.pad(ops.where(mask, x, inf), [(0, 1)], constant_values=inf)),
+            ops.max(ops.pad(ops.where(mask, x, -inf), [(0, 1)], constant_values=-inf)))
+
+
+def _correlation_from_moments(m2_x, m2_y, c_xy, constant):
     # sqrt of each factor separately: m2_x * m2_y overflows float32 for ranks of
-    # very large splits. A constant side (zero variance) gives 0, not NaN.
+    # very large splits. A constant side gives 0, not NaN. Its variance is not
+    # exactly 0 in float32 (the running mean is rounded), and the ratio of
+    # those rounding residues is arbitrary: `constant` comes from the side's
+    # smallest and largest values instead.
     r = ops.divide_no_nan(c_xy, ops.sqrt(m2_x) * ops.sqrt(m2_y))
-    return ops.clip(r, -1.0, 1.0)
+    return ops.where(constant, 0.0, ops.clip(r, -1.0, 1.0))
+
+
+def _is_constant(low_x, high_x, low_y, high_y):
+    return ops.logical_or(high_x <= low_x, high_y <= low_y)
 
 
 def pearson_correlation(x, y, mask=None):
@@ -114,7 +129,8 @@ def pearson_correlation(x, y, mask=None):
     _check_same_length(x, y, "x", "y")
     mask = _as_mask(mask, x)
     _, _, _, m2_x, m2_y, c_xy = _moments(x, y, mask)
-    return _correlation_from_moments(m2_x, m2_y, c_xy)
+    constant = _is_constant(*_extremes(x, mask), *_extremes(y, mask))
+    return _correlation_from_moments(m2_x, m2_y, c_xy, constant)
 
 
 def _flatten_inputs(y_true, y_pred, sample_weight):
@@ -135,7 +151,9 @@ class PearsonCorrelation(keras.metrics.Metric):
     benchmarks report), this metric accumulates the centred co-moments of every
     batch and merges them, so `result()` after an evaluation pass is the Pearson
     correlation of the concatenated split, equal to `scipy.stats.pearsonr` up to
-    float32 rounding. The state is six scalars: there is no size limit.
+    float32 rounding. The state is ten scalars (the moments, and each side's
+    smallest and largest value, which tell a constant side exactly): there is
+    no size limit.
 
     Args:
         name: name of the metric, and of its key in the logs. Defaults to
@@ -182,17 +200,29 @@ class PearsonCorrelation(keras.metrics.Metric):
             self.add_variable(shape=(), initializer="zeros", dtype="float32", name=n)
             for n in ("count", "mean_true", "mean_pred", "m2_true", "m2_pred", "comoment")
         ]
+        # Meaningful once `count` > 0 (zeros after `reset_state`, as the rest).
+        self._extremes = [
+            self.add_variable(shape=(), initializer="zeros", dtype="float32", name=n)
+            for n in ("min_true", "max_true", "min_pred", "max_pred")
+        ]
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_true, y_pred, mask = _flatten_inputs(y_true, y_pred, sample_weight)
         batch = _moments(y_true, y_pred, mask)
+        seen = self._state[0].value > 0
+        batch_extremes = _extremes(y_true, mask) + _extremes(y_pred, mask)
+        for i, (variable, value) in enumerate(zip(self._extremes, batch_extremes)):
+            keep = ops.minimum if i % 2 == 0 else ops.maximum
+            variable.assign(ops.where(seen, keep(variable.value, value), value))
         merged = _merge_moments([v.value for v in self._state], batch)
         for variable, value in zip(self._state, merged):
             variable.assign(value)
 
     def result(self):
         _, _, _, m2_true, m2_pred, comoment = (v.value for v in self._state)
-        return ops.cast(_correlation_from_moments(m2_true, m2_pred, comoment), self.dtype)
+        constant = _is_constant(*(v.value for v in self._extremes))
+        return ops.cast(_correlation_from_moments(m2_true, m2_pred, comoment, constant),
+                        self.dtype)
 
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype}
