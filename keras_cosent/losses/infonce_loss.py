@@ -42,8 +42,8 @@ def infonce_loss(
 
     See `keras_cosent.losses.InfoNCELoss` for the arguments, checked as the
     class checks them; `queue` (`(size, dim)`) holds extra negatives shared
-    by every anchor, `queue_mask` (`(size,)`, nonzero where an entry is
-    filled) says which count. `y_true` may be None unless
+    by every anchor, `queue_mask` (`(size,)`, positive where an entry is
+    filled, 0 where empty) says which count. `y_true` may be None unless
     `mask_false_negatives=True`.
     """
     temperature = check_positive_float("temperature", temperature)
@@ -133,7 +133,7 @@ class InfoNCELoss(LabelsCheckedLoss):
 
     Momentum-queue negatives (MoCo, ESimCSE): `y_pred` may also be a dict
     `{"embeddings": (batch, 2 + k, dim), "queue": (size, dim), "queue_mask":
-    (size,)}`; every filled queue entry (`queue_mask` nonzero) is one more
+    (size,)}`; every filled queue entry (`queue_mask` positive) is one more
     negative of every anchor, added to the softmax denominator:
 
     ```

@@ -53,8 +53,9 @@ def spearman_correlation(x, y, mask=None):
 
     Equal to `scipy.stats.spearmanr(x, y).statistic` up to float32 rounding
     (SciPy's default: ties share the mean of their ranks). A NaN or infinite
-    value in a row that counts gives NaN (NaN has no rank, and a diverged
-    model's NaN cosines must not read as a score), as SciPy's default does.
+    value in a row that counts gives NaN: NaN has no rank, and a diverged
+    model's NaN cosines must not read as a score. SciPy's default gives NaN for
+    a NaN too, but ranks an infinite value as the largest (or smallest).
 
     Args:
         x: vector of shape `(n,)` (or `(n, 1)`).
