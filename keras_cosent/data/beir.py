@@ -10,11 +10,14 @@ import collections.abc
 import dataclasses
 import json
 import os
+import re
 import warnings
 
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.utils.arguments import is_int
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclasses.dataclass
@@ -126,6 +129,10 @@ def _read_jsonl(path, fields):
     for line_number, row in _json_objects(path):
         if "_id" not in row or str(row["_id"]).strip() == "":
             raise DataFormatError(path, line_number, "missing or empty `_id`")
+        if isinstance(row["_id"], bool) or not isinstance(row["_id"], (str, int)):
+            # str() would make ids of them: null the id "None", true "True".
+            raise DataFormatError(
+                path, line_number, f"`_id` should be a string or an integer, got {row['_id']!r:.60}")
         doc_id = str(row["_id"])
         if doc_id in rows:
             raise DataFormatError(path, line_number, f"duplicate `_id` {doc_id!r}")
@@ -241,12 +248,10 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
                                           f"unknown {name} {key!r}{hint}")
                 unknown[kind].append((line_number, key))
                 break  # a row of an unknown query is left out whatever its document
-        try:
-            value = int(score)
-        except ValueError:
-            raise DataFormatError(
-                qrels_path, line_number, f"score {score!r} is not an integer"
-            ) from None
+        # Not int() alone: it reads `1_0` as 10 and digits of other scripts.
+        if not _INTEGER.fullmatch(score):
+            raise DataFormatError(qrels_path, line_number, f"score {score!r} is not an integer")
+        value = int(score)
         judged = qrels.setdefault(qid, {})
         if did in judged:
             first = first_lines[qid, did]

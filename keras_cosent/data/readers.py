@@ -1,8 +1,9 @@
 """Readers for STS, NLI and plain-text corpora, each returning a `PairDataset`.
 
 Every reader decodes UTF-8 (a leading BOM is dropped, `\\r\\n` endings are
-accepted), reports a malformed row as a `DataFormatError` naming the file and the
-1-based line, and with `on_bad_rows="skip"` skips such rows instead, counts them in
+accepted, a line ended by `\\r` alone is an error), reports a malformed row as a
+`DataFormatError` naming the file and the 1-based line, and with
+`on_bad_rows="skip"` skips such rows instead, counts them in
 `PairDataset.skipped` and emits one warning. `read_dataset` dispatches on the
 format names the `keras-cosent` CLI uses.
 """
@@ -12,6 +13,7 @@ import io
 import json
 import math
 import os
+import re
 import warnings
 
 import numpy as np
@@ -70,6 +72,14 @@ class _BadRows:
         return PairDataset(columns, labels, self.path, skipped=self.count, dropped=dropped)
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+_LONE_CR_PROBLEM = ("a carriage return (\\r) ends this line without \\n (an old Mac line "
+                   "ending?); convert the line endings to \\n")
+# A decimal number as a data file writes it: no `1_0` (10 to float()), no digits
+# of other scripts, no hex.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
 def _read_text(path):
     """Returns the whole file decoded as UTF-8, without a leading BOM."""
     if not os.path.isfile(path):
@@ -86,10 +96,11 @@ def _read_text(path):
             path, line, f"invalid UTF-8 byte {raw[e.start:e.start + 1]!r} "
             "(is the file in another encoding? re-encode it to UTF-8)"
         ) from None
-    if "\n" not in text and "\r" in text.rstrip():
-        # Only \n ends a line: the whole file would be read as one row.
-        raise DataFormatError(path, 1, "lines end with a carriage return (\\r) alone, as in "
-                              "old Mac files; convert the line endings to \\n")
+    lone = _LONE_CR.search(text.rstrip())
+    if lone:
+        # Only \n ends a line: that line and the next would be read as one row
+        # (the whole file, if every line ends so).
+        raise DataFormatError(path, text.count("\n", 0, lone.start()) + 1, _LONE_CR_PROBLEM)
     return text
 
 
@@ -110,10 +121,10 @@ def _parse_label(value, name="score"):
     if isinstance(value, (int, float)):
         number = float(value)
     else:
-        try:
-            number = float(str(value).strip())
-        except ValueError:
+        text = str(value).strip()
+        if not _DECIMAL.fullmatch(text) and text.lower().lstrip("+-") not in ("nan", "inf", "infinity"):
             return None, f"{name} {value!r} is not a number"
+        number = float(text)
     if not math.isfinite(number):
         return None, f"{name} {value!r} is not a finite number"
     return number, None
@@ -166,6 +177,8 @@ def read_sts_benchmark(path, on_bad_rows="raise"):
             )
             continue
         score, reason = _parse_label(fields[4])
+        if reason is None and not 0 <= score <= 5:
+            reason = f"score {fields[4]!r} is outside the STS Benchmark's range [0, 5]"
         reason = reason or _check_texts(fields[5:7], ("sentence1", "sentence2"))
         if reason:
             bad.report(number, reason)

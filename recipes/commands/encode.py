@@ -1,5 +1,7 @@
 """`keras-cosent encode`: sentences, one per line, to a float32 `.npy` of unit-length embeddings."""
 
+import re
+
 import click
 
 from recipes.context import pass_environment
@@ -23,10 +25,12 @@ def read_sentences(stream, name):
         line = raw[: error.start].count(b"\n") + 1
         raise CliError(f"{name}:{line}: invalid UTF-8 byte {raw[error.start:error.start + 1]!r} "
                        "(is the file in another encoding? re-encode it to UTF-8)") from None
-    if "\n" not in text and "\r" in text.rstrip():
-        # Only \n ends a line: the whole file would be one sentence.
-        raise CliError(f"{name}:1: lines end with a carriage return (\\r) alone, as in old "
-                       "Mac files; convert the line endings to \\n")
+    lone = re.search(r"\r(?!\n)", text.rstrip())
+    if lone:
+        # Only \n ends a line: that line and the next would be one sentence.
+        raise CliError(f"{name}:{text.count(chr(10), 0, lone.start()) + 1}: a carriage return "
+                       "(\\r) ends this line without \\n (an old Mac line ending?); convert "
+                       "the line endings to \\n")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -66,6 +66,14 @@ def test_title_joined_and_unrelevant_query_skipped(tmp_path):
         ({"queries": ['{"_id": "q1"}']}, "queries.jsonl", 1, "missing `text`"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1.5"]},
          "test.tsv", 2, "score '1.5' is not an integer"),
+        # int() reads it as 10.
+        ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1_0"]},
+         "test.tsv", 2, "score '1_0' is not an integer"),
+        # str() made the ids 'None' and 'True' of them.
+        ({"corpus": ['{"_id": "d1", "text": "a"}', '{"_id": null, "text": "b"}']},
+         "corpus.jsonl", 2, "`_id` should be a string or an integer, got None"),
+        ({"queries": ['{"_id": true, "text": "a"}']},
+         "queries.jsonl", 1, "`_id` should be a string or an integer, got True"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1", "q2\td2\t1", "q1\td1\t2"]},
          "test.tsv", 4, r"\('q1', 'd1'\) judged 2 here and 1 on line 2"),
     ],

@@ -194,14 +194,17 @@ def test_read_text_lines(tmp_path):
     assert ds.columns[0] is not ds.columns[1]
 
 
-@pytest.mark.parametrize("read, text", [
-    (read_text_lines, "first\rsecond\rthird\r"),
-    (read_sts_benchmark, "news\tf\t2012\t1\t4.5\ta\tb\rnews\tf\t2012\t2\t0\tc\td\r"),
+@pytest.mark.parametrize("read, text, line", [
+    (read_text_lines, "first\rsecond\rthird\r", 1),
+    # Line 2 ends with \r alone: STS-B's reader, which ignores trailing fields,
+    # read lines 2 and 3 as one row, the second sentence "b\rnews".
+    (read_sts_benchmark, "n\tf\t2012\t1\t4.5\ta\tb\r\nn\tf\t2012\t2\t1\ta\tb\r"
+                         "n\tf\t2012\t3\t0\tc\td\n", 2),
 ])
-def test_lines_ended_by_a_carriage_return_alone_are_refused(tmp_path, read, text):
+def test_lines_ended_by_a_carriage_return_alone_are_refused(tmp_path, read, text, line):
     # Only \n ends a line: such a file was read as one row (one sentence here).
     path = _write(tmp_path, "mac.txt", text)
-    with pytest.raises(DataFormatError, match=r"mac\.txt:1: lines end with a carriage return"):
+    with pytest.raises(DataFormatError, match=rf"mac\.txt:{line}: a carriage return \(\\r\) ends"):
         read(path)
     # One line ended by \r alone is a line, as "first\r\n" is.
     assert read_text_lines(_write(tmp_path, "one.txt", "only\r")).columns[0] == ["only"]
@@ -273,11 +276,18 @@ STS_OK = "g\tf\t2012\t1\t3.0\ta\tb\n"
     (read_sts_benchmark, "g\tf\t2012\t2\tabc\ta\tb", "score 'abc' is not a number"),
     (read_sts_benchmark, "g\tf\t2012\t2\tnan\ta\tb", "score 'nan' is not a finite number"),
     (read_sts_benchmark, "g\tf\t2012\t2\tinf\ta\tb", "score 'inf' is not a finite number"),
+    # float() reads these as 45 and 1.
+    (read_sts_benchmark, "g\tf\t2012\t2\t4_5\ta\tb", "score '4_5' is not a number"),
+    (read_sts_benchmark, "g\tf\t2012\t2\t\u0661\ta\tb", "score '\u0661' is not a number"),
+    (read_sts_benchmark, "g\tf\t2012\t2\t7.5\ta\tb",
+     r"score '7.5' is outside the STS Benchmark's range [0, 5]"),
+    (read_sts_benchmark, "g\tf\t2012\t2\t-1\ta\tb", "score '-1' is outside"),
     (read_sts_benchmark, "g\tf\t2012\t2\t1\t  \tb", "sentence1 is empty"),
     (read_sts_benchmark, "g\tf\t2012\t2\t1\ta", "expected at least 7 TAB-separated fields"),
     (read_pair_tsv, "a\tb", "expected 3 TAB-separated fields"),
     (read_pair_tsv, "a\t\t1", "sentence2 is empty"),
     (read_pair_tsv, "a\tb\tfive", "label 'five' is not a number"),
+    (read_pair_tsv, "a\tb\t0x10", "label '0x10' is not a number"),
 ])
 def test_bad_row_names_file_and_line(tmp_path, reader, bad_line, reason):
     good = STS_OK if reader is read_sts_benchmark else "a\tb\t1\n"

@@ -53,6 +53,11 @@ def test_lines_ended_by_a_carriage_return_alone_are_a_one_line_error(cli, traine
                  input="first\rsecond\rthird\r")
     assert_one_line_error(result, "stdin:1", "carriage return")
     assert not (tmp_path / "out.npy").exists()
+    # One such line among \n lines: the two lines would be one sentence.
+    result = cli("encode", trained_run["output"], "-", "-o", tmp_path / "out.npy",
+                 input="first\r\nsecond\rthird\n")
+    assert_one_line_error(result, "stdin:2", "carriage return")
+    assert not (tmp_path / "out.npy").exists()
 
 
 def test_output_is_never_the_input_and_bad_bytes_name_their_line(cli, trained_run, tmp_path):
