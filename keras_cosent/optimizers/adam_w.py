@@ -8,6 +8,23 @@ from keras import ops
 from keras_cosent.api_export import keras_cosent_export
 
 
+def _dense(gradient):
+    """`gradient` as a dense tensor.
+
+    TensorFlow gives an embedding table's gradient as `tf.IndexedSlices`, one
+    slice per looked-up token, repeats included: `ops.square` would square each
+    slice before the slices are summed into `v`, `sum(g_i^2)` where Adam takes
+    `(sum g_i)^2`, so that a token seen twice in a batch moved less than on the
+    other backends. (The first moment is dense already: subtracting `m` densifies.)
+    """
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if isinstance(gradient, tf.IndexedSlices):
+            return tf.convert_to_tensor(gradient)
+    return gradient
+
+
 @keras_cosent_export
 class AdamW(keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` with the update rule of `torch.optim.AdamW`.
@@ -70,7 +87,7 @@ class AdamW(keras.optimizers.AdamW):
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
-        gradient = ops.cast(gradient, variable.dtype)
+        gradient = ops.cast(_dense(gradient), variable.dtype)
         step = ops.cast(self.iterations + 1, variable.dtype)
         beta_1_power = ops.power(ops.cast(self.beta_1, variable.dtype), step)
         beta_2_power = ops.power(ops.cast(self.beta_2, variable.dtype), step)

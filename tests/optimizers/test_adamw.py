@@ -140,6 +140,29 @@ def test_torch_fused_adamw_matches_torch_adamw_and_adamw():
     assert int(fused.iterations) == len(grads)
 
 
+def test_an_embedding_row_looked_up_twice_follows_torch_adamw():
+    # Row 1 is looked up at two positions, its gradient the sum of theirs. On
+    # TensorFlow that gradient comes as two slices, whose squares were summed into
+    # v where Adam squares their sum: the row moved 0.45 of a step, not a whole one.
+    table = np.random.default_rng(4).normal(size=(4, 3)).astype("float32")
+    coefficients = np.array([[[1.0, -2.0, 0.5], [-0.5, 1.0, 0.25], [0.3, 0.3, -1.0]]], "float32")
+    ids = np.array([[1, 1, 2]], "int32")
+
+    def linear(y_true, y_pred):
+        return keras.ops.sum(y_pred * keras.ops.convert_to_tensor(coefficients), axis=(1, 2))
+
+    model = keras.Sequential([keras.Input((3,), dtype="int32"),
+                              keras.layers.Embedding(4, 3, embeddings_initializer="zeros")])
+    model.layers[0].embeddings.assign(table)
+    model.compile(optimizer=adamw(0.1, weight_decay=0.0), loss=linear)
+    model.fit(ids, np.zeros((1,), "float32"), batch_size=1, epochs=3, shuffle=False, verbose=0)
+    gradient = np.zeros_like(table)
+    np.add.at(gradient, ids[0], coefficients[0])
+    expected = torch_adamw({"table": table}, [[gradient]] * 3, [0.1] * 3, 0.0, [False])[0]
+    got = keras.ops.convert_to_numpy(model.layers[0].embeddings)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
 @torch_only
 def test_fit_trains_the_same_weights_as_adamw():
     rng = np.random.default_rng(1)
