@@ -131,6 +131,9 @@ class CachedSiameseEncoder(SiameseEncoder):
         """`keras.Model.compile`; the outer step always runs without XLA (see the module)."""
         del jit_compile
         super().compile(*args, jit_compile=False, **kwargs)
+        # JAX's pieces trace the loss and optimizer they were first called with:
+        # a model compiled again (staged training) traces them afresh.
+        self._jax_pieces = None
 
     def train_step(self, *args):
         backend = keras.backend.backend()

@@ -119,6 +119,23 @@ def test_step_equals_the_uncached_step_without_dropout(name):
         assert {"loss_matryoshka", "loss_infonce"} <= set(cached[0])
 
 
+def test_a_model_compiled_again_trains_on_its_new_loss():
+    # Staged training compiles the same model again with another loss. JAX's
+    # compiled pieces had kept the first loss: the step after recompiling
+    # reported (and trained on) CoSENT at scale 20, not InfoNCE.
+    x, y = batch(2)
+    model = CachedSiameseEncoder(make_tiny_encoder(num_layers=1, seed=0), mini_batch_size=MINI)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=CoSENTLoss())
+    model.train_on_batch(x, y)
+    # Rate 0: the step reports the new loss of the weights as they are.
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss=InfoNCELoss(temperature=0.1))
+    logs = model.train_on_batch(x, y, return_dict=True)
+    embeddings = model.predict_on_batch(x)
+    expected = InfoNCELoss(temperature=0.1)(y, embeddings)
+    np.testing.assert_allclose(logs["loss"], float(expected), rtol=1e-5)
+    assert abs(float(CoSENTLoss()(y, embeddings)) - float(expected)) > 0.1  # they differ
+
+
 @pytest.mark.heavy
 def test_dropout_masks_are_replayed():
     x, y = batch(3)
