@@ -29,6 +29,7 @@ from keras_cosent.training.builder import check_shaped_dataset
 from keras_cosent.training.builder import check_training_arguments
 from keras_cosent.training.builder import warmup_steps
 from keras_cosent.training.objectives import get_objective
+from keras_cosent.utils.arguments import is_int
 from keras_cosent.utils.truncation import check_matryoshka_dims
 
 
@@ -127,7 +128,7 @@ def build_multi(
     Every batch comes from one dataset and is trained with that dataset's
     objective; batches of different tasks may have different column counts
     and label kinds (scores, group ids, classes). Task `i`'s rows are shuffled
-    with seed `seed + i`, the task order with `seed`; both are reproducible
+    with seed `(seed + i) mod 2**32`, the task order with `seed`; both are reproducible
     per epoch (`MultiBatches.set_epoch`), so `ResumableTraining` restores them.
 
     Args:
@@ -219,7 +220,9 @@ def build_multi(
             encoder.tokenize,
             batch_size=batch_size,
             pad_id=encoder.pad_id,
-            seed=seed + index,
+            # Wrapped into PairBatches' range: --seed goes up to 2**32 - 1. Anything
+            # but such an int goes as it is, for PairBatches to accept (None) or refuse.
+            seed=(seed + index) % 2**32 if is_int(seed) and 0 <= seed < 2**32 else seed,
             shuffle=shuffle,
             label_mode=objective.label_mode,
             unique_texts=objective.unique_texts,

@@ -84,6 +84,16 @@ def test_one_schedule_spans_every_step():
     assert optimizer_learning_rate(setup.optimizer).total_steps == 3 * (4 + 2)
 
 
+def test_the_largest_seed_wraps_for_the_later_tasks():
+    # Task i shuffles with seed (seed + i) mod 2**32: --seed 4294967295 with two
+    # --train files stopped with PairBatches' "seed should be ... in [0, 2**32)".
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        setup = build_multi(tiny_encoder(), [(pairs(), "cosent"), (triplets(), "triplet")],
+                            batch_size=2, epochs=1, seed=2**32 - 1)
+    assert [task.seed for task in setup.batches.tasks] == [2**32 - 1, 0]
+
+
 @pytest.mark.parametrize("tasks, match", [
     ([], "`tasks` is empty"),
     ([(pairs(), "sbert-softmax")], "trains a head"),
