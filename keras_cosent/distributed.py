@@ -292,6 +292,21 @@ def replica_loss(compute):
     return loss / replicas
 
 
+def replica_value(compute):
+    """What one replica logs for a value over the gathered global batch (a loss term).
+
+    Every replica computes the same value, and Keras averages what the replicas
+    log; on TensorFlow, Keras' division of a loss by the replica count (see
+    `replica_loss`) is turned off while it is computed.
+    """
+    if replicas_in_step() == 1 or keras.backend.backend() != "tensorflow":
+        return compute()
+    from keras_cosent import compat
+
+    with compat.unscaled_replica_losses():
+        return compute()
+
+
 # === PyTorch: weights, gradients and batches ===
 
 

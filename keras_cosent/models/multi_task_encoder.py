@@ -8,6 +8,7 @@ task's batches only) next to Keras' `loss`, the mean over all batches.
 import keras
 from keras import ops
 
+from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.models.siamese_encoder import SiameseEncoder
 
@@ -48,7 +49,9 @@ class MultiTaskEncoder(SiameseEncoder):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         trackers = getattr(self, "task_trackers", [])
         if trackers:
-            value = self.loss.call(y, y_pred)
+            # Over the gathered global batch, as the loss itself (see SiameseEncoder).
+            value = distributed.replica_value(lambda: self.loss.call(
+                distributed.gather_global(y), distributed.gather_global(y_pred)))
             task = self.loss.task_index(y)
             for index, tracker in enumerate(trackers):
                 # Weight 0 on the other tasks' batches: each mean is over its own.

@@ -117,9 +117,9 @@ class SiameseEncoder(keras.Model):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         trackers = getattr(self, "term_trackers", [])
         if trackers:
-            values = self.loss.terms(
+            values = distributed.replica_value(lambda: self.loss.terms(
                 distributed.gather_global(y), distributed.gather_global(y_pred)
-            )
+            ))
             for tracker, name in zip(trackers, self.loss.names):
                 tracker.update_state(values[name])
         return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)

@@ -9,8 +9,8 @@ and PyTorch runs it once per rank under `torchrun --nproc_per_node 2`.
     python tests/distributed/worker.py OUT_DIR DEVICES LOSSES [--no-gather] [--mini-batch-size=M]
 
 with DEVICES and LOSSES comma-separated (`1,2 infonce,cosent`), writes from
-rank 0 `OUT_DIR/<loss>-<devices>.npz`: each step's loss and every weight
-after the last step.
+rank 0 `OUT_DIR/<loss>-<devices>.npz`: each step's loss (and the terms a
+`JointLoss` logs) and every weight after the last step.
 `--no-gather` replaces `keras_cosent.distributed.gather_global` by the
 identity (the mutation the test must catch). `--mini-batch-size=M` trains
 the runs on more than one device with `CachedSiameseEncoder` (GradCache, `M`
@@ -39,7 +39,7 @@ def _split_cpu():
 def make_data(loss_name, seed=0):
     """`STEPS` global batches `(x, y)` of random token ids, fixed by `seed`."""
     rng = np.random.default_rng(seed)
-    columns = {"infonce": 3, "cosent": 2, "supcon": 2, "matryoshka-infonce": 2}[loss_name]
+    columns = {"infonce": 3, "cosent": 2, "supcon": 2, "matryoshka-infonce": 2, "joint": 2}[loss_name]
     rows, length = BATCH * STEPS, 6
     token_ids = rng.integers(5, 30, size=(rows, columns, length)).astype("int32")
     mask = np.ones((rows, columns, length), bool)
@@ -80,6 +80,11 @@ def make_loss(loss_name):
         return keras_cosent.losses.CoSENTLoss(scale=20.0)
     if loss_name == "supcon":
         return keras_cosent.losses.SupConLoss(temperature=0.1)
+    if loss_name == "joint":
+        # Logs each term (`loss_nce`, `loss_supcon`) beside the total.
+        return keras_cosent.losses.JointLoss(
+            [keras_cosent.losses.InfoNCELoss(temperature=0.1),
+             keras_cosent.losses.SupConLoss(temperature=0.1)], names=["nce", "supcon"])
     return keras_cosent.losses.MatryoshkaLoss(
         keras_cosent.losses.InfoNCELoss(temperature=0.1), dims=(16, 8)
     )
@@ -108,8 +113,10 @@ def train(loss_name, devices, mini_batch_size=None):
             model = keras_cosent.models.SiameseEncoder(encoder)
         model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
                       loss=make_loss(loss_name))
+        # The loss, then any terms it logs (`loss_<name>`), per step.
         record = keras.callbacks.LambdaCallback(
-            on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"]))
+            on_train_batch_end=lambda batch, logs: losses.append(
+                [float(logs[k]) for k in sorted(logs) if k.startswith("loss")])
         )
         model.fit(distributed.shard_batches(make_batches(x, y)), epochs=1, shuffle=False, verbose=0,
                   callbacks=[record])
