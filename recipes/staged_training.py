@@ -50,6 +50,7 @@ def train_stages(config, directory, env, backup_dir):
         The final evaluation results (as `recipes.training.train_encoder`), and
         `stages`: one record per stage.
     """
+    from recipes.training import check_finite_embeddings
     from recipes.training import non_finite_loss_error
     from recipes.training import parse_matryoshka_dims
     from recipes.training import read_datasets
@@ -112,6 +113,7 @@ def train_stages(config, directory, env, backup_dir):
                            "batches_per_epoch": len(setup.batches)})
         train_seconds = time.time() - start
 
+    check_finite_embeddings(encoder, [dataset for dataset, _, _ in tasks])
     if dev is not None:
         results["dev"] = evaluate_sts(encoder, dev, note=prefixed(env.note, "dev"))
     if test is not None:

@@ -19,6 +19,7 @@ import time
 import warnings
 
 import keras
+import numpy as np
 
 from keras_cosent.callbacks import CollapseGuard
 from keras_cosent.callbacks import ResumableTraining
@@ -318,6 +319,23 @@ def non_finite_loss_error():
     return keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end)
 
 
+def check_finite_embeddings(encoder, datasets):
+    """Raises a `CliError` if the trained encoder embeds training texts as nan or inf.
+
+    `non_finite_loss_error` reads an epoch's mean loss, computed before the
+    last step's update: a last step that overflows leaves a finite loss and an
+    encoder of nan embeddings, which would be published as a finished run.
+    Eight texts of each training set's first column are embedded to check.
+    """
+    texts = [text for dataset in datasets for text in dataset.columns[0][:8]]
+    embeddings = np.asarray(encoder.encode(texts, batch_size=len(texts)))
+    if not np.isfinite(embeddings).all():
+        raise CliError(
+            "after the last training step the encoder embeds its training texts as nan or "
+            "inf (the epochs' losses were finite: it was the last step); nothing was saved. "
+            "Lower --lr, or look for extreme scores in the training data.")
+
+
 def zero_loss_warning():
     """A callback that warns, once, after an epoch whose loss was 0 on every batch.
 
@@ -537,6 +555,8 @@ def _train_encoder(config, directory, env, backup_dir):
         env.note(f"kept epoch {kept_epoch} of {len(values)}, the best by {keep_best} "
                  f"({shown:.4f}, as in metrics.csv)")
 
+    check_finite_embeddings(encoder, [task.dataset for task in setup.tasks]
+                            if hasattr(setup, "tasks") else [setup.dataset])
     if dev is not None:
         results["dev"] = evaluate_sts(encoder, dev, note=prefixed(env.note, "dev"))
     if test is not None:

@@ -409,6 +409,19 @@ def test_a_loss_that_turns_nan_stops_the_run_and_saves_nothing(cli, tiny_checkpo
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.tsv"]  # no run, no backup
 
 
+def test_a_last_step_that_turns_the_embeddings_nan_saves_nothing(cli, tiny_checkpoint,
+                                                                  small_train, tmp_path):
+    # One step: the epoch's loss is the one before the update, finite, while the
+    # update leaves an encoder of nan embeddings, which was saved as a finished run.
+    output = tmp_path / "run"
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+                 "--batch-size", 16, "--warmup", 0, "--max-length", 16, "--lr", 1e30,
+                 "--output", output)
+    assert_error_after_notes(result, "after the last training step the encoder embeds its "
+                             "training texts as nan or inf", "nothing was saved")
+    assert not output.exists()
+
+
 def test_devices_beyond_the_process_count_is_a_one_line_error(cli, small_train, tmp_path):
     # PyTorch counts torchrun's processes; JAX and TensorFlow their visible devices.
     result = cli("train", "--train", small_train, "--devices", 64, "--output", tmp_path / "run")
