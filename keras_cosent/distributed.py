@@ -60,6 +60,8 @@ import warnings
 import keras
 import numpy as np
 
+from keras_cosent.utils.arguments import check_positive_int
+
 # === Setting up ===
 
 
@@ -87,8 +89,7 @@ def data_parallel(devices):
     ...     keras_cosent.distributed.num_replicas()
     1
     """
-    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
-        raise ValueError(f"`devices` should be an int >= 1. Received: `devices`={devices!r}")
+    devices = check_positive_int("devices", devices)  # NumPy ints too, as `build` takes them
     backend = keras.backend.backend()
     if backend == "jax":
         available = keras.distribution.list_devices()

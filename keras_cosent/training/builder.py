@@ -202,6 +202,8 @@ def build(
                 f"`matryoshka_dims`={matryoshka_dims!r}"
             )
     replicas = distributed.num_replicas()
+    if devices is not None:
+        devices = check_positive_int("devices", devices)  # not 1.0, True or '1'
     if devices is not None and devices != replicas:
         raise ValueError(
             f"`devices`={devices!r} but this runs on {replicas} device(s): create the "

@@ -122,10 +122,26 @@ def test_a_dataset_that_cannot_fill_a_batch_to_learn_from_is_refused():
     ({"data_format": "nli_jsonl"}, r"`data_format` should be None or one of .*'nli-jsonl'"),
     ({"data_format": 42}, r"`data_format`=42"),
     ({"packing": "no"}, r"`packing` should be a bool .* Received: `packing`='no'"),
+    # Not a count of devices: taken as 1 (1.0, True), or answered with advice to
+    # call data_parallel(0), which refuses it.
+    ({"devices": 1.0}, r"`devices` should be a positive int. Received: `devices`=1.0"),
+    ({"devices": True}, r"`devices`=True"),
+    ({"devices": 0}, r"`devices` should be a positive int. Received: `devices`=0"),
 ])
 def test_unknown_formats_and_non_bool_switches_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         build(tiny_encoder(), pairs(), "cosent", batch_size=4, **kwargs)
+
+
+def test_data_parallel_takes_numpy_ints_as_build_does_and_names_a_bad_count():
+    from keras_cosent import distributed
+
+    with distributed.data_parallel(np.int64(1)):
+        assert distributed.num_replicas() == 1
+    for bad in (0, "1", 1.0, True):
+        with pytest.raises(ValueError, match=r"`devices` should be a positive int"):
+            with distributed.data_parallel(bad):
+                pass
 
 
 def test_word_repetition_needs_a_positives_column():
