@@ -490,7 +490,7 @@ def _train_encoder(config, directory, env, backup_dir):
         # After the evaluators, so that they score the trained weights, not the
         # ones it restores; before ResumableTraining, so that the weights it pairs
         # with the score before training are those weights, not the ones a
-        # resumed run's backup puts in their place.
+        # resumed run's backup puts in their place. The backup holds its memory.
         callbacks.append(CollapseGuard(
             monitor=f"{DEV_NAME}_spearman",
             min_delta=config["guard_min_delta"],
@@ -514,7 +514,8 @@ def _train_encoder(config, directory, env, backup_dir):
         keras.callbacks.CSVLogger(str(backup_dir / EPOCH_LOG), append=True),
         # Last, so that the state is saved after the epoch's logs are written: a
         # run killed in between repeats the epoch, and its logged row is replaced.
-        ResumableTraining(backup_dir, batches, delete_checkpoint=False),
+        ResumableTraining(backup_dir, batches, delete_checkpoint=False,
+                          stateful=[c for c in callbacks if isinstance(c, CollapseGuard)]),
     ]
     if multi_dataset.is_multi(config):
         results["train_tasks"] = multi_dataset.task_records(setup)

@@ -42,12 +42,12 @@ class CollapseGuard(keras.callbacks.Callback):
     Resuming (`keras_cosent.callbacks.ResumableTraining`): the learning-rate
     multiplier is an optimizer variable, so the backup holds it and a resumed
     run goes on at the lowered rate. The guard's own memory (best score, its
-    weights, the firings) is not in the backup: after a resume it starts again
-    from `baseline` (the weights it sees at the start of `fit`; list it before
-    `ResumableTraining` so that these are the weights before the backup is
-    restored, the ones `baseline` was measured on) and from the epochs trained
-    since. A resumed run whose dev score collapses after the resume may
-    therefore end differently from an uninterrupted one.
+    weights, the firings: `get_state`) goes into the backup when the guard is
+    passed to `ResumableTraining(..., stateful=[guard])`, and a resumed run
+    then guards as the uninterrupted one. Without it the memory starts again
+    from `baseline` at the resume, and the run may end differently. List the
+    guard before `ResumableTraining`, so that it sees each epoch's score before
+    the backup is written.
 
     Args:
         monitor: the log key to watch, higher is better. Defaults to
@@ -135,6 +135,27 @@ class CollapseGuard(keras.callbacks.Callback):
         self.best_epoch = None
         self.fired_epochs = []
         self._best_weights = None
+
+    def get_state(self):
+        """The guard's memory as NumPy arrays, for `ResumableTraining` to back up."""
+        state = {
+            "best_score": np.float64(self.best_score),
+            # -2: no best epoch yet (-1 is the start of training, from `baseline`).
+            "best_epoch": np.int64(-2 if self.best_epoch is None else self.best_epoch),
+            "fired_epochs": np.asarray(self.fired_epochs, dtype=np.int64),
+        }
+        for index, weights in enumerate(self._best_weights or []):
+            state[f"weights_{index}"] = np.asarray(weights)
+        return state
+
+    def set_state(self, state):
+        """Restores the memory `get_state` returned (a resumed run's)."""
+        self.best_score = float(state["best_score"])
+        best_epoch = int(state["best_epoch"])
+        self.best_epoch = None if best_epoch == -2 else best_epoch
+        self.fired_epochs = [int(epoch) for epoch in state["fired_epochs"]]
+        count = sum(1 for key in state if key.startswith("weights_"))
+        self._best_weights = [state[f"weights_{i}"] for i in range(count)] or None
 
     def _learning_rate_variable(self):
         """The variable that scales the optimizer's learning rate, checked."""

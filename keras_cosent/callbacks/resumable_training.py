@@ -22,8 +22,8 @@ uninterrupted run, and ends with its weights.
 
 With `keras_cosent.callbacks.CollapseGuard`, the learning-rate multiplier it
 lowers is an optimizer variable and is restored with the rest; the guard's own
-memory (best score and weights, firings) is not, and starts again at the resume
-(see `CollapseGuard`).
+memory (best score and weights, firings) is backed up beside the seed states
+when the guard is passed as `stateful=[guard]`.
 """
 
 import os
@@ -78,6 +78,9 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         delete_checkpoint: remove `backup_dir` when `fit` ends normally.
             Defaults to True, as in `BackupAndRestore`; pass False to remove it
             yourself once everything after `fit` is written.
+        stateful: callbacks whose state the backup also holds, each with
+            `get_state()` (a dict of NumPy arrays) and `set_state(state)`, such
+            as `CollapseGuard`; list them before this callback in `fit`.
 
     Example:
 
@@ -101,13 +104,22 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
     2
     """
 
-    def __init__(self, backup_dir, batches, delete_checkpoint=True):
+    def __init__(self, backup_dir, batches, delete_checkpoint=True, stateful=()):
         if not callable(getattr(batches, "set_epoch", None)):
             raise TypeError(
                 "`batches` should have a `set_epoch(epoch)` method, like "
                 "keras_cosent.data.PairBatches. Received: `batches` of type "
                 f"{type(batches).__name__}"
             )
+        stateful = list(stateful)
+        for callback in stateful:
+            if not (callable(getattr(callback, "get_state", None))
+                    and callable(getattr(callback, "set_state", None))):
+                raise TypeError(
+                    "`stateful` should hold callbacks with `get_state()` and "
+                    f"`set_state(state)`. Received: {type(callback).__name__}"
+                )
+        self.stateful = stateful
         super().__init__(
             str(backup_dir), save_freq="epoch", double_checkpoint=True,
             delete_checkpoint=delete_checkpoint,
@@ -158,7 +170,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
                 )
             with np.load(path) as saved:
                 states = self._seed_states()
-                stored = [name for name in saved.files if not name.startswith("torch")]
+                stored = [name for name in saved.files if name.startswith("s")]
                 if len(stored) != len(states):
                     raise ValueError(
                         f"{path} holds {len(stored)} seed states; the model has "
@@ -168,6 +180,10 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
                     variable.assign(saved[f"s{index}"])
                 if TORCH_GENERATOR in saved.files:
                     _set_torch_generators(saved)
+                for index, callback in enumerate(self.stateful):
+                    prefix = f"c{index}."
+                    callback.set_state({name[len(prefix):]: saved[name]
+                                        for name in saved.files if name.startswith(prefix)})
         self._first_epoch = False
         self.batches.set_epoch(epoch)
 
@@ -180,6 +196,9 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         }
         if keras.backend.backend() == "torch":
             states.update(_torch_generators())
+        for index, callback in enumerate(self.stateful):
+            states.update({f"c{index}.{key}": value
+                           for key, value in callback.get_state().items()})
         partial = path + ".partial.npz"
         np.savez(partial, **states)
         os.replace(partial, path)

@@ -108,6 +108,69 @@ def test_stops_intervening_after_patience(capsys):
     assert "no longer intervenes" in out
 
 
+class OneBatch(keras.utils.PyDataset):
+    """The single (x, y) batch of `_fit`, with the `set_epoch` ResumableTraining calls."""
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, index):
+        return np.ones((1, 1), "float32"), np.zeros((1, 1), "float32")
+
+    def set_epoch(self, epoch):
+        pass
+
+
+class StopAfter(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise KeyboardInterrupt
+
+
+def test_a_resumed_run_guards_as_the_uninterrupted_one(tmp_path):
+    # Fired once at epoch 1, patience 1: later drops are only reported. A resumed
+    # run's guard started again without its memory: it took epoch 3's 0.3 as its
+    # best and fired at epoch 4, past its patience, and ended elsewhere.
+    from keras_cosent.callbacks import ResumableTraining
+
+    scores = [0.8, 0.5, 0.4, 0.3, 0.2, 0.1]
+
+    def run(backup, stop=None):
+        model, schedule = _model()
+        guard = CollapseGuard(min_delta=0.0, factor=0.5, patience=1, verbose=0)
+        weights = WeightLog()
+        callbacks = [ScriptedScores(scores), guard,
+                     ResumableTraining(backup, OneBatch(), stateful=[guard]), weights]
+        if stop is not None:
+            callbacks.append(StopAfter(stop))
+        history = model.fit(OneBatch(), epochs=EPOCHS, callbacks=callbacks, verbose=0,
+                            shuffle=False)
+        return guard, history.history, weights.values, schedule
+
+    guard, history, w, schedule = run(tmp_path / "whole")
+    assert guard.fired_epochs == [1]
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "cut", stop=2)
+    resumed, resumed_history, resumed_w, resumed_schedule = run(tmp_path / "cut")
+    assert resumed.fired_epochs == [1]
+    assert resumed_history["collapse_guard"] == history["collapse_guard"][3:]
+    np.testing.assert_allclose(resumed_w, w[3:], rtol=1e-6)
+    assert resumed.best_score == guard.best_score and resumed.best_epoch == guard.best_epoch
+    assert (float(keras.ops.convert_to_numpy(resumed_schedule.multiplier))
+            == float(keras.ops.convert_to_numpy(schedule.multiplier)) == 0.5)
+
+
+def test_the_backup_takes_only_callbacks_with_a_state():
+    from keras_cosent.callbacks import ResumableTraining
+
+    with pytest.raises(TypeError, match="`stateful` should hold callbacks with `get_state"):
+        ResumableTraining("unused", OneBatch(), stateful=[WeightLog()])
+
+
 def test_baseline_undoes_a_collapse_in_the_first_epoch():
     model, _ = _model()
     guard = CollapseGuard(min_delta=0.01, patience=1, baseline=0.6, verbose=0)
