@@ -11,6 +11,8 @@ from keras_cosent.callbacks import CollapseGuard
 from keras_cosent.callbacks import collapse_guard
 from keras_cosent.optimizers import WarmupLinearDecay
 from keras_cosent.optimizers import adamw
+from tests.callbacks.test_resumable_training import Interrupt
+from tests.callbacks.test_resumable_training import InterruptAfter
 
 PEAK = 0.1
 EPOCHS = 6
@@ -121,16 +123,6 @@ class OneBatch(keras.utils.PyDataset):
         pass
 
 
-class StopAfter(keras.callbacks.Callback):
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise KeyboardInterrupt
-
-
 def test_a_resumed_run_guards_as_the_uninterrupted_one(tmp_path):
     # Fired once at epoch 1, patience 1: later drops are only reported. A resumed
     # run's guard started again without its memory: it took epoch 3's 0.3 as its
@@ -146,14 +138,14 @@ def test_a_resumed_run_guards_as_the_uninterrupted_one(tmp_path):
         callbacks = [ScriptedScores(scores), guard,
                      ResumableTraining(backup, OneBatch(), stateful=[guard]), weights]
         if stop is not None:
-            callbacks.append(StopAfter(stop))
+            callbacks.append(InterruptAfter(stop))
         history = model.fit(OneBatch(), epochs=EPOCHS, callbacks=callbacks, verbose=0,
                             shuffle=False)
         return guard, history.history, weights.values, schedule
 
     guard, history, w, schedule = run(tmp_path / "whole")
     assert guard.fired_epochs == [1]
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Interrupt):
         run(tmp_path / "cut", stop=2)
     resumed, resumed_history, resumed_w, resumed_schedule = run(tmp_path / "cut")
     assert resumed.fired_epochs == [1]
