@@ -131,8 +131,8 @@ def _read_jsonl(path, fields):
             raise DataFormatError(path, line_number, "missing or empty `_id`")
         if isinstance(row["_id"], bool) or not isinstance(row["_id"], (str, int)):
             # str() would make ids of them: null the id "None", true "True".
-            raise DataFormatError(
-                path, line_number, f"`_id` should be a string or an integer, got {row['_id']!r:.60}")
+            raise DataFormatError(path, line_number,
+                                  f"`_id` should be a string or an integer, got {row['_id']!r:.60}")
         doc_id = str(row["_id"])
         if doc_id in rows:
             raise DataFormatError(path, line_number, f"duplicate `_id` {doc_id!r}")

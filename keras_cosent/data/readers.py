@@ -122,7 +122,8 @@ def _parse_label(value, name="score"):
         number = float(value)
     else:
         text = str(value).strip()
-        if not _DECIMAL.fullmatch(text) and text.lower().lstrip("+-") not in ("nan", "inf", "infinity"):
+        special = text.lower().lstrip("+-") in ("nan", "inf", "infinity")  # refused below
+        if not (_DECIMAL.fullmatch(text) or special):
             return None, f"{name} {value!r} is not a number"
         number = float(text)
     if not math.isfinite(number):

@@ -109,10 +109,10 @@ class WeightsPassingLoss(LabelsCheckedLoss):
     def __call__(self, y_true, y_pred, sample_weight=None):
         if sample_weight is None:
             return super().__call__(y_true, y_pred)
-        y_true = self._checked_labels(y_true)
-        convert = lambda x: ops.convert_to_tensor(x, dtype=self.dtype)  # noqa: E731
-        y_true, y_pred = keras.tree.map_structure(convert, (y_true, y_pred))
-        sample_weight = ops.convert_to_tensor(sample_weight, dtype=self.dtype)
+        # Converted as Keras' `Loss.__call__` converts them before `call`.
+        y_true, y_pred, sample_weight = keras.tree.map_structure(
+            lambda x: ops.convert_to_tensor(x, dtype=self.dtype),
+            (self._checked_labels(y_true), y_pred, sample_weight))
         return ops.cast(self.call(y_true, y_pred, sample_weight=sample_weight), self.dtype)
 
 
