@@ -117,8 +117,10 @@ class SiameseEncoder(keras.Model):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         trackers = getattr(self, "term_trackers", [])
         if trackers:
+            # Weighted as the loss is, so that the weighted terms sum to it.
+            weight = None if sample_weight is None else distributed.gather_global(sample_weight)
             values = distributed.replica_value(lambda: self.loss.terms(
-                distributed.gather_global(y), distributed.gather_global(y_pred)
+                distributed.gather_global(y), distributed.gather_global(y_pred), weight
             ))
             for tracker, name in zip(trackers, self.loss.names):
                 tracker.update_state(values[name])

@@ -143,6 +143,28 @@ def test_siamese_encoder_logs_every_term_and_the_total_is_their_weighted_sum():
     )
 
 
+def test_siamese_encoder_logs_terms_weighted_as_the_loss():
+    # With sample weights the logged terms are the weighted ones, whose weighted
+    # sum is the loss (they were logged unweighted beside a weighted total).
+    from tests.models.conftest import make_tiny_encoder
+
+    rng = np.random.default_rng(1)
+    x = {"token_ids": rng.integers(5, 20, size=(6, 2, 5)).astype("int32"),
+         "padding_mask": np.ones((6, 2, 5), bool),
+         "segment_ids": np.zeros((6, 2, 5), "int32")}
+    scores = np.array([4.0, 1.0, 5.0, 3.0, 0.5, 2.6], "float32")
+    weights = np.array([1.0, 0.0, 2.0, 1.0, 0.0, 3.0], "float32")
+    model = keras_cosent.models.SiameseEncoder(make_tiny_encoder(num_layers=1))
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss=_loss())
+    logs = model.train_on_batch(x, scores, sample_weight=weights, return_dict=True)
+    embeddings = np.asarray(keras.ops.convert_to_numpy(model.predict_on_batch(x)))
+    terms = _loss().terms(scores, embeddings, sample_weight=weights)
+    np.testing.assert_allclose(logs["loss_infonce"], float(terms["infonce"]), rtol=1e-5)
+    np.testing.assert_allclose(logs["loss_cosent"], float(terms["cosent"]), rtol=1e-5)
+    np.testing.assert_allclose(logs["loss"], logs["loss_infonce"] + 0.5 * logs["loss_cosent"],
+                               rtol=1e-5)
+
+
 def test_docstring_example_runs():
     import doctest
 
