@@ -288,6 +288,10 @@ def run_policy(config):
     whose PyTorch matmuls would crawl (`slow_bfloat16_reason`).
     """
     previous = keras.mixed_precision.global_policy()
+    if config["mixed_precision"] == "mixed_float16":
+        problem = float16_on_cpu_problem()
+        if problem:
+            raise CliError(problem)
     if config["mixed_precision"]:
         if "bfloat16" in config["mixed_precision"]:
             reason = slow_bfloat16_reason()
@@ -359,6 +363,26 @@ def zero_loss_warning():
 
 
 BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def float16_on_cpu_problem(backend=None, devices=None):
+    """Why `mixed_float16` cannot train here, or None.
+
+    JAX and TensorFlow compile with XLA, which on a CPU has no float16 matrix
+    product: JAX stops with "precision 'F16_F16_F32' is not supported by
+    dot_general on CPU" (at the first evaluation when dropout is on) and
+    TensorFlow's loss turns nan. The arguments default to this process's
+    backend and `keras.distribution.list_devices()` (`"cpu:0"`, `"gpu:0"`...).
+    """
+    backend = backend or keras.backend.backend()
+    if backend not in ("jax", "tensorflow"):
+        return None
+    devices = keras.distribution.list_devices() if devices is None else devices
+    if any(not device.lower().startswith("cpu") for device in devices):
+        return None
+    return (f"--mixed-precision mixed_float16 on {backend} with no GPU: XLA on a CPU has no "
+            "float16 matrix product, so the run would fail or its loss turn nan. Use "
+            "--mixed-precision mixed_bfloat16 on a CPU, or train in float32.")
 
 
 def cpu_flags(cpuinfo="/proc/cpuinfo"):

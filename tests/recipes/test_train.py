@@ -267,6 +267,33 @@ def test_bfloat16_warns_only_for_pytorch_on_a_cpu_without_bfloat16_instructions(
         assert "avx512_bf16" in reason and "--backend jax" in reason
 
 
+@pytest.mark.parametrize("backend, devices, refused", [
+    ("jax", ["cpu:0"], True),
+    ("tensorflow", ["cpu:0", "cpu:1"], True),
+    ("jax", ["gpu:0"], False),
+    ("tensorflow", ["cpu:0", "gpu:0"], False),
+    ("torch", ["cpu:0"], False),
+])
+def test_float16_is_refused_where_xla_runs_it_on_a_cpu(backend, devices, refused):
+    import recipes.training as training
+
+    problem = training.float16_on_cpu_problem(backend=backend, devices=devices)
+    assert (problem is not None) == refused
+    if refused:
+        assert problem.startswith(f"--mixed-precision mixed_float16 on {backend} with no GPU")
+
+
+def test_run_policy_refuses_float16_with_the_problem(monkeypatch):
+    import recipes.training as training
+
+    monkeypatch.setattr(training, "float16_on_cpu_problem", lambda: "no float16 here")
+    before = keras.mixed_precision.global_policy().name
+    with pytest.raises(training.CliError, match="no float16 here"):
+        with training.run_policy({"mixed_precision": "mixed_float16"}):
+            pass
+    assert keras.mixed_precision.global_policy().name == before
+
+
 def test_run_policy_warns_with_the_reason_and_restores_the_policy(monkeypatch):
     import recipes.training as training
 
@@ -284,16 +311,20 @@ def test_run_policy_warns_with_the_reason_and_restores_the_policy(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("policy", [
-    "mixed_bfloat16",
-    pytest.param("mixed_float16", marks=pytest.mark.xfail(
-        keras.backend.backend() in ("tensorflow", "jax"), strict=True,
-        reason="on CPU, TensorFlow's mixed_float16 run ends with a NaN loss (before the "
-        "sorted CoSENT too) and XLA has no float16 dot_general (F16_F16_F32)")),
-])
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_trains_like_float32(cli, tiny_checkpoint, tmp_path, policy):
+    from recipes.training import float16_on_cpu_problem
+
     train = write_pair_tsv(tmp_path / "train.tsv", demo_rows("train")[:64])
     dev = write_pair_tsv(tmp_path / "dev.tsv", demo_rows("dev"))
+    if policy == "mixed_float16" and float16_on_cpu_problem():
+        # TensorFlow and JAX on a CPU: XLA has no float16 matrix product (the loss
+        # turned nan, or JAX stopped with F16_F16_F32), so the run is refused.
+        result = cli("train", "--mixed-precision", policy, "--backbone", tiny_checkpoint,
+                     "--train", train, "--output", tmp_path / "refused")
+        assert_one_line_error(result, "--mixed-precision mixed_float16 on")
+        assert not (tmp_path / "refused").exists()
+        return
     runs = {}
     for name, words in (("float32", []), (policy, ["--mixed-precision", policy])):
         result = cli("train", *words, "--backbone", tiny_checkpoint, "--train", train,
