@@ -305,6 +305,7 @@ def test_run_policy_warns_with_the_reason_and_restores_the_policy(monkeypatch):
     assert keras.mixed_precision.global_policy().name == before
     monkeypatch.setattr(training, "slow_bfloat16_reason",
                         lambda: pytest.fail("asked for a float16 run"))
+    monkeypatch.setattr(training, "float16_on_cpu_problem", lambda: None)  # as on a GPU
     with training.run_policy({"mixed_precision": "mixed_float16"}):
         pass
     assert keras.mixed_precision.global_policy().name == before
