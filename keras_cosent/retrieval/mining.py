@@ -286,10 +286,13 @@ def mine_hard_negatives(
         if not query_texts[qi].strip():
             blank_rows += len(pos)
             continue
-        off_limits = set(pos) | blank_docs | ({own[qi]} if own[qi] is not None else set())
+        # Blank documents are off limits too, checked apart: not copied into
+        # every query's set.
+        off_limits = set(pos) | ({own[qi]} if own[qi] is not None else set())
         retrieved = {int(j): float(s) for s, j in zip(scores[qi], indices[qi])}
         candidates = [
-            (float(s), int(j)) for s, j in zip(scores[qi], indices[qi]) if int(j) not in off_limits
+            (float(s), int(j)) for s, j in zip(scores[qi], indices[qi])
+            if int(j) not in off_limits and int(j) not in blank_docs
         ][range_min:range_max]
         for p in pos:
             if not doc_texts[p].strip():
@@ -318,11 +321,13 @@ def mine_hard_negatives(
                         # passes() is a plain True when no margin applies: one per document.
                         mask = np.array(np.broadcast_to(passes(cosines(qi)), num_docs), dtype=bool)
                         mask[list(taken)] = False
+                        mask[list(blank_docs)] = False
                         return mask
 
                     kept += _random_fill(
                         rng, num_docs, num_negatives - len(kept),
-                        lambda j: j not in taken and bool(passes(cosine(qi, j))),
+                        lambda j: (j not in taken and j not in blank_docs
+                                   and bool(passes(cosine(qi, j)))),
                         acceptable,
                     )
                     filled_rows += len(kept) == num_negatives
