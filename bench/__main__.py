@@ -9,7 +9,7 @@
                                  sentence-transformers' MNRL on STS-B retrieval; JSON lines)
     python -m bench losses [bench/losses.py options] (triplet, InfoNCE, Matryoshka vs
                                  sentence-transformers' equivalents on STS-B; JSON lines)
-    python -m bench report FILE.jsonl    (medians and per-round ratios to the peer)
+    python -m bench report FILE.jsonl    (medians and per-round ratios to the peer, per run)
     python -m bench tool NAME [options]  (NAME: train-steps, profile-train,
                                           profile-encode-torch, machine-limit, peer-sts,
                                           gradcache, ranking-scaling,
@@ -70,8 +70,9 @@ def main(argv=None):
     bad = [s for s in stacks if s not in ("peer", "tensorflow", "jax", "torch")]
     if bad:
         raise SystemExit(f"--stacks: unknown {bad}; expected peer, tensorflow, jax, torch")
-    harness.run(command, stacks, args.rounds, args.size, toggles.parse(args.toggle), args.out)
-    harness.report(args.out)
+    lines = harness.run(command, stacks, args.rounds, args.size, toggles.parse(args.toggle),
+                        args.out)
+    harness.report(args.out, run=lines[0]["run"])
     return 0
 
 

@@ -15,6 +15,26 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+def peer_optimizer(model, lr, weight_decay, total_steps, warmup_steps):
+    """The peer's AdamW and schedule as sentence-transformers' trainer builds them
+    (transformers' TrainingArguments): fused AdamW (`optim="adamw_torch_fused"`, the
+    default with torch >= 2.8), no weight decay on biases and LayerNorm weights (as
+    `keras-cosent train`), a linear warm-up over `warmup_steps` then linear decay to 0
+    at `total_steps`. Returns (optimizer, scheduler)."""
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    def exempt(name):
+        return name.endswith("bias") or "LayerNorm" in name
+
+    named = list(model.named_parameters())
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for n, p in named if not exempt(n)], "weight_decay": weight_decay},
+         {"params": [p for n, p in named if exempt(n)], "weight_decay": 0.0}],
+        lr=lr, fused=True)
+    return optimizer, get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
+
+
 def shared_data_dir():
     env = os.environ.get("KERAS_COSENT_SHARED_DATA")
     path = pathlib.Path(env) if env else REPO_ROOT.parent / "shared" / "data"

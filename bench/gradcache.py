@@ -79,6 +79,8 @@ def worker(args):
 
 
 def run(args):
+    from bench import harness
+
     mini_batch_size = args.mini_batch_size or 32
     configs = []
     for rows in args.sizes:
@@ -102,6 +104,8 @@ def run(args):
                       "error": f"exit {done.returncode}: {done.stderr.strip()[-300:]}"}
         else:
             record = json.loads(lines[-1][len("RESULT "):])
+        record.update(machine=harness.machine(), versions=harness.versions(),
+                      git=harness.git_state())
         print(json.dumps(record), flush=True)
         records.append(record)
         if args.out:

@@ -2,7 +2,9 @@
 interleaved round by round, and appends one JSON line per (round, stack) recording
 the figures, toggles, config, machine, library versions and git commit.
 
-Schema of a result line (every key present): `schema` (1), `suite`, `stack`, `round`,
+Schema of a result line (every key present): `schema` (1), `run` (one id per
+invocation: a file the page's commands append to can hold several runs, and the report
+takes each apart instead of dividing one run's figures by another's), `suite`, `stack`, `round`,
 `figures` (dict of numbers), `toggles`, `pieces` (runtime pieces in effect in the child),
 `config`, `machine` {cpu, cores, memory_gib}, `versions` {python, keras, keras_hub,
 tensorflow, jax, torch, sentence_transformers, keras_cosent}, `git` {commit, dirty},
@@ -17,11 +19,12 @@ import platform
 import statistics
 import subprocess
 import sys
+import uuid
 
 from bench.common import REPO_ROOT
 
 SCHEMA = 1
-KEYS = ("schema", "suite", "stack", "round", "figures", "toggles", "pieces", "config",
+KEYS = ("schema", "run", "suite", "stack", "round", "figures", "toggles", "pieces", "config",
         "machine", "versions", "git", "load_average_after", "timestamp")
 SIZES = {
     # pairs trained, STS-B test pairs encoded (None: all 1,379, i.e. 2,758 sentences)
@@ -77,7 +80,7 @@ def run(suite, stacks, rounds, size, toggles, out, log=print):
     """Runs `suite` for `rounds` rounds over `stacks` and appends lines to `out`;
     returns the lines."""
     config = dict(SIZES[size], size=size)
-    common = {"schema": SCHEMA, "suite": suite, "toggles": toggles, "config": config,
+    common = {"schema": SCHEMA, "run": uuid.uuid4().hex[:12], "suite": suite, "toggles": toggles, "config": config,
               "machine": machine(), "versions": versions(), "git": git_state()}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
@@ -109,16 +112,72 @@ def run(suite, stacks, rounds, size, toggles, out, log=print):
     return lines
 
 
+def write_results(path, text, complete):
+    """Writes a tool's results `text` to `path` only once it is `complete`, through a
+    temporary file renamed into place, so that a run that fails or is stopped leaves
+    the file as it was; until then the text so far goes to `path` + ".partial", to
+    follow a long run or keep what it measured."""
+    partial = f"{path}.partial"
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    target = path if complete else partial
+    temporary = f"{target}.{os.getpid()}.tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(temporary, target)
+    if complete and os.path.exists(partial):
+        os.remove(partial)
+
+
 def read_lines(path):
     with open(path) as f:
         return [json.loads(l) for l in f if l.strip()]
 
 
+def run_key(line):
+    """The invocation a line came from: its `run` id, or for lines written before
+    runs had ids, the commit, toggles, config and suite they were measured under."""
+    if line.get("run"):
+        return line["run"]
+    git = line.get("git") or {}
+    return json.dumps([git.get("commit"), git.get("dirty"), line.get("toggles"),
+                       line.get("config"), line["suite"]], sort_keys=True)
+
+
+def runs(lines):
+    """The lines grouped by invocation, in file order; a (stack, round) measured twice
+    in one group is refused, naming it."""
+    groups = {}
+    for line in lines:
+        groups.setdefault(run_key(line), []).append(line)
+    for group in groups.values():
+        seen = set()
+        for line in group:
+            key = (line["suite"], line["stack"], line["round"])
+            if key in seen:
+                raise SystemExit(
+                    f"{line['suite']}: stack {line['stack']} round {line['round']} appears "
+                    f"twice in one run (commit {(line.get('git') or {}).get('commit')}); "
+                    "a run's lines must be written once each")
+            seen.add(key)
+    return list(groups.values())
+
+
 def summarize(lines, base="peer"):
-    """Per (suite, stack, figure): median over rounds, and against `base` (the peer) the
-    per-round ratios (each round's figure over the base's in the same round), their
-    median and range. Returns a list of dicts."""
+    """Per run, suite, stack and figure: median over rounds, and against `base` (the
+    peer) the per-round ratios (each round's figure over the base's in the same round
+    of the same run), their median and range. Returns a list of dicts."""
     rows = []
+    for group in runs(lines):
+        rows.extend(_summarize_run(group, base))
+    return rows
+
+
+def _summarize_run(lines, base):
+    rows = []
+    first = lines[0]
+    run = {"run": run_key(first), "commit": (first.get("git") or {}).get("commit"),
+           "toggles": first.get("toggles")}
     for suite in dict.fromkeys(l["suite"] for l in lines):
         sl = [l for l in lines if l["suite"] == suite]
         for stack in dict.fromkeys(l["stack"] for l in sl):
@@ -126,21 +185,32 @@ def summarize(lines, base="peer"):
                 mine = {l["round"]: l["figures"][fig] for l in sl if l["stack"] == stack}
                 ref = {l["round"]: l["figures"][fig] for l in sl if l["stack"] == base}
                 ratios = [mine[r] / ref[r] for r in sorted(mine) if r in ref]
-                rows.append({
-                    "suite": suite, "stack": stack, "figure": fig, "rounds": len(mine),
-                    "median": statistics.median(mine.values()),
-                    "ratios": ratios,
-                    "ratio_median": statistics.median(ratios) if ratios else None,
-                    "ratio_min": min(ratios) if ratios else None,
-                    "ratio_max": max(ratios) if ratios else None})
+                rows.append(dict(
+                    run, suite=suite, stack=stack, figure=fig, rounds=len(mine),
+                    median=statistics.median(mine.values()),
+                    ratios=ratios,
+                    ratio_median=statistics.median(ratios) if ratios else None,
+                    ratio_min=min(ratios) if ratios else None,
+                    ratio_max=max(ratios) if ratios else None))
     return rows
 
 
-def report(path, log=print):
-    rows = summarize(read_lines(path))
-    log(f"{'suite':<13}{'stack':<12}{'figure':<30}{'rounds':>6}{'median':>10}"
-        f"{'ratio (median round)':>22}{'range':>14}  per round")
+def report(path, log=print, run=None):
+    """Prints `summarize` of the file at `path` (of its run `run` alone when given),
+    one table per run, and returns the rows."""
+    lines = read_lines(path)
+    if run is not None:
+        lines = [l for l in lines if l.get("run") == run]
+    rows = summarize(lines)
+    shown = None
     for r in rows:
+        if r["run"] != shown:
+            shown = r["run"]
+            commit = (r["commit"] or "unknown")[:7]
+            toggles = ", ".join(f"{k}={v}" for k, v in (r["toggles"] or {}).items())
+            log(f"run at commit {commit}" + (f", toggles {toggles}" if toggles else ""))
+            log(f"{'suite':<13}{'stack':<12}{'figure':<30}{'rounds':>6}{'median':>10}"
+                f"{'ratio (median round)':>22}{'range':>14}  per round")
         ratio = "" if r["ratio_median"] is None else f"{r['ratio_median']:.2f}"
         rng = "" if r["ratio_min"] is None else f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}"
         log(f"{r['suite']:<13}{r['stack']:<12}{r['figure']:<30}{r['rounds']:>6}"

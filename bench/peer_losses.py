@@ -174,9 +174,8 @@ def main():
     import numpy as np
     import torch
     from sentence_transformers import SentenceTransformer
-    from transformers import get_linear_schedule_with_warmup
 
-    from bench.common import minilm_path
+    from bench.common import minilm_path, peer_optimizer
     from keras_cosent.data import read_dataset
 
     data = read_dataset(args.train, "jsonl", text_columns=args.text_columns.split(","),
@@ -208,18 +207,10 @@ def main():
         plan = keras_batch_plan(columns, args.batch_size, args.seed, epochs,
                                 objective_of(objective).unique_texts)
         # A fresh optimizer and schedule per stage, as `train --staged` builds each stage.
-        no_decay = [p for n, p in model.named_parameters()
-                    if n.endswith("bias") or "LayerNorm" in n]
-        decay = [p for n, p in model.named_parameters()
-                 if not (n.endswith("bias") or "LayerNorm" in n)]
-        opt = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": args.weight_decay},
-             {"params": no_decay, "weight_decay": 0.0}],
-            lr=args.lr, fused=True,
-        )
         steps = sum(len(batches) for batches in plan)
         total += steps
-        sched = get_linear_schedule_with_warmup(opt, round(args.warmup * steps), steps)
+        opt, sched = peer_optimizer(model, args.lr, args.weight_decay, steps,
+                                    round(args.warmup * steps))
         for batches in plan:
             model.train()
             for batch in batches:

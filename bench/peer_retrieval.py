@@ -118,9 +118,8 @@ def main():
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-    from transformers import get_linear_schedule_with_warmup
 
-    from bench.common import minilm_path
+    from bench.common import minilm_path, peer_optimizer
     from keras_cosent.data import read_retrieval_triplets
 
     torch.manual_seed(args.seed)
@@ -139,16 +138,9 @@ def main():
         model.eval()
         out["zero_shot"] = test_metrics(model, args.test, args.test_split)
     loss_fn = MultipleNegativesRankingLoss(model, scale=20.0)
-    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-    decay = [p for n, p in model.named_parameters()
-             if not (n.endswith("bias") or "LayerNorm" in n)]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, fused=True,
-    )
     epochs = [no_duplicate_batches(rows, args.batch_size, rng) for _ in range(args.epochs)]
     total = sum(len(batches) for batches in epochs)
-    sched = get_linear_schedule_with_warmup(opt, int(args.warmup * total), total)
+    opt, sched = peer_optimizer(model, args.lr, 0.01, total, int(args.warmup * total))
     start = time.time()
     for batches in epochs:
         model.train()

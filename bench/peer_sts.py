@@ -37,9 +37,8 @@ def main():
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import CoSENTLoss
-    from transformers import get_linear_schedule_with_warmup
 
-    from bench.common import minilm_path
+    from bench.common import minilm_path, peer_optimizer
     from bench.quality import load_splits
 
     splits = load_splits(args.data)
@@ -51,20 +50,9 @@ def main():
     model = SentenceTransformer(minilm_path(), device="cpu")
     model.max_seq_length = args.max_length
     loss_fn = CoSENTLoss(model, scale=20.0)
-    # As the Hugging Face Trainer that sentence-transformers trains with (and
-    # keras-cosent train): no weight decay on biases and LayerNorm weights.
-    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
-    # fused=True: SentenceTransformerTrainer builds its optimizer from transformers'
-    # TrainingArguments, whose default is optim="adamw_torch_fused" with torch >= 2.8.
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr,
-        fused=True,
-    )
     steps_per_epoch = -(-len(s1) // args.batch_size)
     total = steps_per_epoch * args.epochs
-    sched = get_linear_schedule_with_warmup(opt, int(0.1 * total), total)
+    opt, sched = peer_optimizer(model, args.lr, 0.01, total, int(0.1 * total))
 
     def spearman(split):
         a, b, gold = splits[split]

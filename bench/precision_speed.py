@@ -331,7 +331,8 @@ def main():
             if done.returncode != 0:
                 raise SystemExit(f"{backend} {policy} failed:\n{done.stderr[-3000:]}")
             line = json.loads(done.stdout.strip().splitlines()[-1])
-            line.update(machine=harness.machine(),
+            line.update(machine=harness.machine(), versions=harness.versions(),
+                        git=harness.git_state(),
                         load_average_after=[round(x, 2) for x in os.getloadavg()])
             lines.append(line)
             print(json.dumps(line), file=sys.stderr, flush=True)

@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT, shared_data_dir  # noqa: E402
 
 DATA = {
@@ -86,6 +87,9 @@ def run_one(spec, data, epochs, runs_dir, log, seed=None):
         suffix = "" if seed is None else f"-seed{seed}"
         output = runs_dir / f"{data}-{backend}-{loss}{suffix}"
         cmd = keras_command(data, epochs, backend, loss, output, seed)
+    # `train` reuses a finished run of the same options in place: its figures are
+    # an earlier commit's and its wall time is the reuse's.
+    reused = output is not None and (output / "results.json").is_file()
     print(f"[{time.strftime('%H:%M:%S')}] {spec}: {' '.join(cmd)}", file=sys.stderr, flush=True)
     log.write(f"\n### {spec}: {' '.join(cmd)}\n")
     log.flush()
@@ -105,7 +109,7 @@ def run_one(spec, data, epochs, runs_dir, log, seed=None):
         dev, test = result["dev"]["spearman"], result["test"]["spearman"]
     return {"run": spec, "stack": stack, "loss": loss, "data": data, "epochs": epochs,
             "seed": seed, "dev_spearman": round(dev, 2), "test_spearman": round(test, 2),
-            "wall_seconds": round(seconds, 1), "command": " ".join(cmd)}
+            "wall_seconds": round(seconds, 1), "reused": reused, "command": " ".join(cmd)}
 
 
 def table(rows):
@@ -114,7 +118,8 @@ def table(rows):
              "|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         gap = f"{r['test_spearman'] - peer['test_spearman']:+.2f}" if peer else "-"
-        ratio = f"{r['wall_seconds'] / peer['wall_seconds']:.2f}" if peer else "-"
+        ratio = ("reused" if r.get("reused") else "-" if not peer
+                 else f"{r['wall_seconds'] / peer['wall_seconds']:.2f}")
         lines.append(f"| {r['stack']} | {r['loss']} | {r['dev_spearman']:.2f} | "
                      f"{r['test_spearman']:.2f} | {gap} | {r['wall_seconds']:.0f} | {ratio} |")
     return "\n".join(lines)
@@ -126,7 +131,9 @@ def main():
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--runs", default="peer,tensorflow,jax,torch",
                    help="comma-separated: peer, a backend, or backend:loss")
-    p.add_argument("--json", default=None, help="write the rows here after every run")
+    p.add_argument("--json", default=None,
+                   help="write the rows here once every run is done (after each run, to "
+                   "JSON.partial)")
     p.add_argument("--runs-dir", default=None, help="train outputs (default: a temporary folder)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed for every run (default: peer_sts.py's 0, keras-cosent train's 42)")
@@ -140,15 +147,15 @@ def main():
     report = {"data": args.data, "epochs": args.epochs, "seed": args.seed, "argv": sys.argv,
               "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": []}
     with open(log_path, "a", encoding="utf-8") as log:
-        for spec in args.runs.split(","):
+        specs = args.runs.split(",")
+        for spec in specs:
             row = run_one(spec.strip(), args.data, args.epochs, runs_dir, log, args.seed)
             row["load_average"] = [round(x, 2) for x in os.getloadavg()]
             report["rows"].append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
             if args.json:
-                with open(args.json, "w", encoding="utf-8") as f:
-                    json.dump(report, f, indent=2)
-                    f.write("\n")
+                harness.write_results(args.json, json.dumps(report, indent=2) + "\n",
+                                      complete=len(report["rows"]) == len(specs))
     print(table(report["rows"]))
 
 

@@ -188,8 +188,8 @@ def main():
     p.add_argument("--scale", type=float, default=20.0)
     p.add_argument("--matrix-limit-gib", type=float, default=4.0,
                    help="skip the matrix form when it would need more than this")
-    p.add_argument("--out", default="bench/results/loglinear-ranking.jsonl")
-    p.add_argument("--plot", default="bench/results/loglinear-ranking.png")
+    p.add_argument("--out", help="JSON lines of the measurements (needed unless --from-jsonl)")
+    p.add_argument("--plot", help="the plot (default: --out with .png)")
     p.add_argument("--from-jsonl", default=None,
                    help="redraw the table and plot from an earlier --out file, measuring nothing")
     p.add_argument("--one", nargs=2, metavar=("FORM", "B"), help=argparse.SUPPRESS)
@@ -202,18 +202,20 @@ def main():
                           int(args.matrix_limit_gib * 2**30))
         print(json.dumps(row))
         return
+    if not args.from_jsonl and not args.out:
+        p.error("--out is required (or --from-jsonl to redraw an earlier file)")
+    plot_path = args.plot or str(pathlib.Path(args.out or args.from_jsonl).with_suffix(".png"))
     if args.from_jsonl:
         with open(args.from_jsonl) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     else:
         sizes = [int(s) for s in args.sizes.split(",")]
         rows = run_all(sizes, args.repeats, args.scale, args.matrix_limit_gib)
-        out = pathlib.Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
-    plot(rows, args.plot)
+        from bench import harness
+
+        harness.write_results(args.out, "".join(json.dumps(row) + "\n" for row in rows),
+                              complete=True)
+    plot(rows, plot_path)
     print(table(rows))
 
 

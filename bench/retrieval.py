@@ -270,9 +270,32 @@ def paired(lines, against="peer", resamples=10000, seed=0):
     return "\n".join(out) if len(out) > 2 else ""
 
 
+def _commit(line):
+    return ((line.get("git") or {}).get("commit") or "unknown")[:7]
+
+
+def check_once(lines):
+    """Refuses a file in which one run (train set, test set, stack, variant, epochs,
+    seed, peer mining) appears twice, as when a command is rerun onto the same --out:
+    its means and pairs would count the run twice."""
+    seen = {}
+    for number, line in enumerate(lines, 1):
+        config = line["config"]
+        key = (config["train"], config.get("test"), line["stack"], line.get("variant"),
+               config["epochs"], line.get("seed"), config.get("peer_mining"))
+        if key in seen:
+            raise SystemExit(
+                f"lines {seen[key]} and {number} are the same run ({line['stack']} "
+                f"{line.get('variant') or ''} on {config['train']}, seed {line.get('seed')}, "
+                f"commits {_commit(lines[seen[key] - 1])} and {_commit(line)}); keep one "
+                "of them")
+        seen[key] = number
+
+
 def summary(lines):
     """The summary table, then the paired tables that the lines allow; the
     `--transfer` sets count as further test sets."""
+    check_once(lines)
     lines = list(lines) + with_transfer(lines)
     parts = [summarize(lines), paired(lines), paired(lines, against="mined")]
     return "\n\n".join(part for part in parts if part)
@@ -379,6 +402,9 @@ def main():
         for seed in seeds:
             for variant in variants if "keras" in runs else ():
                 output = runs_dir / f"{tag}-{variant}-s{seed}"
+                # `train` reuses a finished run of the same options in place: its
+                # figures are the earlier commit's, its wall time the reuse's.
+                reused = (output / "results.json").is_file()
                 cmd = [sys.executable, "-m", "recipes", "train", "--backend", args.backend,
                        "--recipe", "retrieval-infonce", "--train-retrieval", folders["train"],
                        "--train-retrieval-split", train_split,
@@ -400,7 +426,7 @@ def main():
                                                  "dev_ndcg@10_before": results[
                                                      "dev_retrieval_before_training"]["ndcg@10"],
                                                  "dev_ndcg@10": results["kept_epoch"]["value"]},
-                       variant=variant, seed=seed, command=run_config["command"],
+                       variant=variant, seed=seed, reused=reused, command=run_config["command"],
                        **{"per_query_ndcg@10": scored(result)["per_query_ndcg@10"]},
                        **({"transfer": transferred(output, f"keras-{variant}-s{seed}", log)}
                           if transfer else {}))

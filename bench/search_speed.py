@@ -176,7 +176,9 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--full-sort-limit", type=int, default=100000,
                    help="time the previous full-sort form only up to this many documents")
-    p.add_argument("--out", default="bench/results/search-speed.jsonl")
+    p.add_argument("--out", required=True,
+                   help="JSON lines, written when every size is measured (until then to "
+                   "OUT.partial)")
     args = p.parse_args()
     sizes = [int(s) for s in args.corpus_sizes.split(",")]
     bad = [s for s in sizes if s < 1]
@@ -195,9 +197,8 @@ def main():
     for size in sizes:
         rows.extend({**row, **context} for row in measure(
             args.queries, size, args.dim, args.k, args.rounds, args.full_sort_limit))
-        with open(args.out, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+        harness.write_results(args.out, "".join(json.dumps(row) + "\n" for row in rows),
+                              complete=size == sizes[-1])
         print(table([r for r in rows if r["corpus"] == size]), flush=True)
     print()
     print(table(rows))

@@ -38,7 +38,7 @@ def run_peer(config, s1, s2, labels, test_sentences, train):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import CoSENTLoss
 
-    from bench.common import minilm_path
+    from bench.common import minilm_path, peer_optimizer
 
     torch.manual_seed(config["seed"])
     model = SentenceTransformer(minilm_path(), device="cpu")
@@ -46,8 +46,10 @@ def run_peer(config, s1, s2, labels, test_sentences, train):
     out = {}
     if train:
         loss_fn = CoSENTLoss(model, scale=20.0)
-        opt = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01, fused=True)
         bs = config["batch_size"]
+        # Two epochs, as `keras_training` builds the keras stacks: its schedule too.
+        total = 2 * -(-len(s1) // bs)
+        opt, sched = peer_optimizer(model, 2e-5, 0.01, total, round(0.1 * total))
 
         def epoch():
             model.train()
@@ -58,6 +60,7 @@ def run_peer(config, s1, s2, labels, test_sentences, train):
                 loss = loss_fn(features, y)
                 loss.backward()
                 opt.step()
+                sched.step()
                 opt.zero_grad()
             return float(loss)
 

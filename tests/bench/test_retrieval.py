@@ -184,3 +184,16 @@ def test_carve_dev_writes_the_library_split_as_folders(tmp_path):
         assert (written.corpus, written.qrels) == (part.corpus, part.qrels)
         assert list(written.queries) == sorted(part.queries)
         assert written.queries == part.queries
+
+
+def test_a_run_written_twice_to_the_file_is_refused():
+    # A command rerun onto the same --out appends the same runs again: the summary
+    # would average them in twice and pair each with the same peer line twice.
+    lines = [_line("keras-torch", 1, [1.0, 0.0]), _line("peer", 1, [0.0, 1.0]),
+             _line("keras-torch", 2, [1.0, 1.0])]
+    assert retrieval.summary(lines)
+    with pytest.raises(SystemExit, match="lines 1 and 4 are the same run"):
+        retrieval.summary(lines + [_line("keras-torch", 1, [0.5, 0.5])])
+    # the same seed of another variant, or with the peer's other mining, is another run
+    assert retrieval.summary(lines + [_line("keras-torch", 1, [0.5, 0.5], variant="in-batch"),
+                                      _line("peer", 1, [0.5, 0.5], mining="ours")])
