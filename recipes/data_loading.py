@@ -96,13 +96,20 @@ def reader_notes(env):
                                    warning.lineno)
 
 
-def training_judgements(data, env, option):
-    """`data` with only judgements of documents its corpus holds, saying how many went."""
+def training_judgements(data, env, option, name=None):
+    """`data` with only judgements of documents its corpus holds, saying how many went.
+
+    `name` is the file or folder the errors show after `option` (default: `data.source`).
+    """
+    name = data.source if name is None else name
+    if not data.qrels:
+        raise CliError(f"{option} {name}: no query has a relevant document (score >= 1): "
+                       "no training row")
     trainable = data.judged_in_corpus()
     dropped = (sum(len(j) for j in data.qrels.values())
                - sum(len(j) for j in trainable.qrels.values()))
     if not trainable.qrels:
-        raise CliError(f"{option} {data.source}: every relevant document its qrels name is "
+        raise CliError(f"{option} {name}: every relevant document its qrels name is "
                        "missing from corpus.jsonl: no training row")
     if dropped:
         env.note(f"{option}: {dropped} judgement(s) name documents missing from the corpus "

@@ -17,11 +17,21 @@ def refuse_existing(path, overwrite, option="--output"):
 
 
 def refuse_input(path, option, *inputs):
-    """A `CliError` when the output `path` is one of the command's input files."""
+    """A `CliError` when the output `path` is one of the command's input files, or
+    would replace a file inside an input folder (a model's, a data set's: its
+    weights, its qrels). A new file in such a folder is left to the user."""
     if not os.path.exists(path):
         return
+    target = os.path.realpath(path)
     for given in inputs:
-        if given not in (None, "-") and os.path.isfile(given) and os.path.samefile(path, given):
+        if given in (None, "-") or not os.path.exists(given):
+            continue
+        if os.path.isdir(given):
+            folder = os.path.realpath(given)
+            if os.path.commonpath([folder, target]) == folder:
+                raise CliError(f"{option} {path} would replace a file of the input folder "
+                               f"{given}; write it elsewhere")
+        elif os.path.samefile(path, given):
             raise CliError(f"{option} {path} is the input file {given}; choose another name")
 
 

@@ -107,7 +107,9 @@ def _json_objects(path):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as error:
-            raise DataFormatError(path, line_number, f"malformed JSON: {error.msg}") from None
+            raise DataFormatError(
+                path, line_number, f"malformed JSON: {error.msg} (column {error.colno})"
+            ) from None
         if not isinstance(row, dict):
             raise DataFormatError(path, line_number, f"expected a JSON object, got {row!r:.60}")
         if "\\u" in line:

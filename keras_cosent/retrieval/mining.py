@@ -20,13 +20,14 @@ margin would drop (each draw is scored against the query); these are about as
 easy as in-batch negatives, so the row trains as it would without mining.
 
 A blank document (empty or whitespace text) is never a negative, mined or
-filled.
+filled; nor is a document whose text is a known positive's under another id.
 
 `ignore_identical_ids=True` also treats the document whose id is the query's
 own as off limits, as BEIR's search does: in sets whose queries are corpus
 documents too (ArguAna, Quora) it is the query itself, the worst negative.
 """
 
+import collections
 import collections.abc
 
 import numpy as np
@@ -167,7 +168,8 @@ def mine_hard_negatives(
     Returns:
         `rows`: lists `[query, positive, negative_1, ...]`, one per (query,
         positive), writable with `keras_cosent.data.write_retrieval_triplets`;
-        `report`: dict with `rows`, `short_rows` (rows with fewer mined
+        `report`: dict with `rows`, `queries` (queries with at least one
+        row), `short_rows` (rows with fewer mined
         negatives than asked), `short_queries`, `filled_rows` (short rows
         completed by `fill`; fewer than `short_rows` only when the corpus has
         too few documents left), `blank_rows` ((query, positive) pairs left out
@@ -265,7 +267,17 @@ def mine_hard_negatives(
             [block @ q[qi] for _, block in _normalized_chunks(corpus_embeddings, chunk_size)]
         )
 
-    max_pos = max((len(p) for p in positive_index), default=0)
+    # A document with a known positive's text under another id is that positive:
+    # as a negative it would push the query away from its own answer (the peer's
+    # miner, which drops repeated texts from its corpus, never takes one either).
+    positive_texts = {doc_texts[j] for pos in positive_index for j in pos if doc_texts[j].strip()}
+    same_text = collections.defaultdict(list)
+    for j, text in enumerate(doc_texts):
+        if text in positive_texts:
+            same_text[text].append(j)
+    known = [set(pos).union(*(same_text.get(doc_texts[p], ()) for p in pos))
+             for pos in positive_index]
+    max_pos = max((len(k) for k in known), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
     # A blank document is never a negative: it would teach the query only to
     # move away from the empty string's embedding. The search goes deeper by
@@ -282,13 +294,15 @@ def mine_hard_negatives(
                             use_faiss=use_faiss)
     rng = np.random.default_rng(seed)
     rows, short_rows, short_queries, filled_rows, blank_rows = [], 0, set(), 0, 0
+    row_queries = 0
     for qi, pos in enumerate(positive_index):
+        first_row = len(rows)
         if not query_texts[qi].strip():
             blank_rows += len(pos)
             continue
         # Blank documents are off limits too, checked apart: not copied into
         # every query's set.
-        off_limits = set(pos) | ({own[qi]} if own[qi] is not None else set())
+        off_limits = known[qi] | ({own[qi]} if own[qi] is not None else set())
         retrieved = {int(j): float(s) for s, j in zip(scores[qi], indices[qi])}
         candidates = [
             (float(s), int(j)) for s, j in zip(scores[qi], indices[qi])
@@ -332,8 +346,10 @@ def mine_hard_negatives(
                     )
                     filled_rows += len(kept) == num_negatives
             rows.append([query_texts[qi], doc_texts[p]] + [doc_texts[j] for j in kept])
+        row_queries += len(rows) > first_row
     report = {
         "rows": len(rows),
+        "queries": row_queries,
         "short_rows": short_rows,
         "short_queries": len(short_queries),
         "filled_rows": filled_rows,

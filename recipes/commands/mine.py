@@ -29,6 +29,22 @@ from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_atomically
 
 
+def blank_line_between_records(path):
+    """The number of the first blank line of the JSON-lines file at `path` that a
+    record follows (trailing blank lines shift nothing), or None."""
+    blank = None
+    # Lines as the reader splits them: at \n only, a BOM dropped (its file:line
+    # errors came first, so the bytes are UTF-8).
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
+            if not line.strip():
+                blank = blank or number
+            elif blank is not None:
+                return blank
+    return None
+
+
 @click.command(short_help="Mine hard negatives into (query, positive, negatives) JSON lines.")
 @click.argument("model")
 @click.option("--queries", type=INPUT_FILE, required=True, show_default=True,
@@ -118,6 +134,14 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     with unknown_ids_hint(), reader_notes(env):
         data = read_retrieval_files(corpus, queries, qrels, unknown_ids=unknown_ids)
     if qrels is None:
+        for option, path in (("--queries", queries), ("--corpus", corpus)):
+            line = blank_line_between_records(path)
+            if line is not None:
+                raise CliError(
+                    f"{option} {path}:{line}: blank line; without --qrels the query on line "
+                    "i pairs with the document on line i, and the reader skips blank lines, "
+                    "so every pair after it would shift: remove it, or give --qrels"
+                )
         if len(data.corpus) < len(data.queries):
             raise CliError(
                 f"--corpus {corpus} has {len(data.corpus)} documents, fewer than the "
@@ -127,9 +151,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         queries_arg, corpus_arg = list(data.queries.values()), list(data.corpus.values())
         positives = [[i] for i in range(len(queries_arg))]
     else:
-        data = training_judgements(data, env, "--qrels")
-        if not data.qrels:
-            raise CliError(f"--qrels {qrels}: no query has a positive (score >= 1)")
+        data = training_judgements(data, env, "--qrels", name=qrels)
         queries_arg, corpus_arg, positives = data.queries, data.corpus, data.qrels
         note_identical_ids(env, data, "--queries", ignore_identical_ids)
     query_texts = list(data.queries.values())
@@ -153,7 +175,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         )
     write_atomically(output, lambda path: write_retrieval_triplets(rows, path))
     env.log(
-        f"wrote {report['rows']} rows ({len(query_texts)} queries) with up to "
+        f"wrote {report['rows']} rows ({report['queries']} queries) with up to "
         f"{num_negatives} negatives to {output}"
     )
     if report["blank_rows"]:
@@ -172,7 +194,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     if report["short_rows"] > report["filled_rows"]:
         still = report["short_rows"] - report["filled_rows"]
         env.log(
-            f"{still} rows ({report['short_queries']} of {len(query_texts)} queries had short "
+            f"{still} rows ({report['short_queries']} of {report['queries']} queries had short "
             f"rows) have fewer than {num_negatives} negatives; widen --range-max, loosen the "
             "margins" + ("" if fill == "random" else " or use --fill random")
         )

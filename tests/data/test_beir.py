@@ -53,7 +53,7 @@ def test_title_joined_and_unrelevant_query_skipped(tmp_path):
         ({"corpus": ['{"_id": "d1", "text": "a"}', '{"_id": "d1", "text": "b"}']},
          "corpus.jsonl", 2, "duplicate `_id` 'd1'"),
         ({"queries": ['{"_id": "q1", "text": "a"}', '{"_id": "q2", "text": ']},
-         "queries.jsonl", 2, "malformed JSON"),
+         "queries.jsonl", 2, r"malformed JSON: Expecting value \(column 23\)"),
         ({"qrels": ["query\tdoc\tscore", "q1\td1\t1"]}, "test.tsv", 1, "header"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1", "q9\td1\t1"]},
          "test.tsv", 3, "unknown query id 'q9'"),

@@ -9,6 +9,7 @@ sentence-transformers numbers, is marked slow.
 
 import csv
 import json
+import shutil
 import sys
 
 import numpy as np
@@ -589,6 +590,73 @@ def test_mine_leaves_out_pairs_with_a_blank_query_and_says_so(cli, tiny_checkpoi
                       "--max-length", 16, model=tiny_checkpoint)
     assert_error_after_notes(result, "no row to write", "is blank")
     assert not (tmp_path / "none.jsonl").exists()
+
+
+def test_mine_without_qrels_refuses_a_blank_line_that_would_shift_the_pairs(cli, tiny_checkpoint,
+                                                                            tmp_path):
+    # Without --qrels the query on line i pairs with the document on line i; the reader
+    # skips blank lines, so a blank line before a record would pair every later query
+    # with the next one's document.
+    queries, corpus = tmp_path / "q.jsonl", tmp_path / "c.jsonl"
+    queries.write_text('{"_id": "q0", "text": "a man plays guitar"}\n\n'
+                       '{"_id": "q1", "text": "a dog runs"}\n', encoding="utf-8")
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": t}) + "\n" for i, t in
+                              enumerate(["man with guitar", "dog running", "a cat sleeps"])),
+                      encoding="utf-8")
+    output = tmp_path / "rows.jsonl"
+    result = cli("mine", tiny_checkpoint, "--queries", queries, "--corpus", corpus, "-o", output,
+                 "--num-negatives", 1, "--max-length", 16)
+    assert_one_line_error(result, f"--queries {queries}:2: blank line", "--qrels")
+    assert not output.exists()
+    # Trailing blank lines shift nothing: the rows pair line by line.
+    queries.write_text('{"_id": "q0", "text": "a man plays guitar"}\n'
+                       '{"_id": "q1", "text": "a dog runs"}\n\n  \n', encoding="utf-8")
+    result = cli("mine", tiny_checkpoint, "--queries", queries, "--corpus", corpus, "-o", output,
+                 "--num-negatives", 1, "--max-length", 16)
+    assert result.exit_code == 0, result.output
+    assert [(r["query"], r["positive"]) for r in read_jsonl(output)] == [
+        ("a man plays guitar", "man with guitar"), ("a dog runs", "dog running")]
+    assert "wrote 2 rows (2 queries)" in result.stdout
+
+
+def test_mine_qrels_without_a_relevant_judgement_name_the_qrels(cli, tiny_checkpoint, tmp_path):
+    folder = write_beir(tmp_path / "beir", "train", {"q1": "a man", "q2": "a dog"},
+                        {"d1": "a man", "d2": "a dog"}, {"q1": {"d1": 0}, "q2": {"d2": 0}})
+    qrels = folder / "qrels" / "train.tsv"
+    result = cli("mine", tiny_checkpoint, "--queries", folder / "queries.jsonl", "--corpus",
+                 folder / "corpus.jsonl", "--qrels", qrels, "-o", tmp_path / "rows.jsonl")
+    assert_error_after_notes(result, f"--qrels {qrels}: no query has a relevant document")
+    assert not (tmp_path / "rows.jsonl").exists()
+
+
+def test_outputs_never_replace_a_file_of_an_input_folder(cli, tiny_checkpoint, tmp_path):
+    # The model folder and a BEIR folder are inputs too: their files are never replaced,
+    # --overwrite or not; a new file beside them is the user's to write.
+    model = tmp_path / "model"
+    shutil.copytree(tiny_checkpoint, model)
+    before = {p.name: p.read_bytes() for p in model.iterdir() if p.is_file()}
+    weights = next(p for p in model.iterdir() if p.is_file() and p.suffix != ".json")
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("hello\nworld\n", encoding="utf-8")
+    result = cli("encode", model, sentences, "-o", weights)
+    assert_one_line_error(result, f"--output {weights} would replace a file of the input "
+                          f"folder {model}")
+    folder = write_beir(tmp_path / "beir", "test", {"q1": "a man", "q2": "a dog"},
+                        {"d1": "a man rides", "d2": "a dog runs", "d3": "a cat"},
+                        {"q1": {"d1": 1}, "q2": {"d2": 1}})
+    qrels = folder / "qrels" / "test.tsv"
+    qrels_before = qrels.read_bytes()
+    result = cli("evaluate", model, folder, "--task", "retrieval", "--json", qrels)
+    assert_one_line_error(result, f"--json {qrels} would replace a file of the input folder")
+    result = cli("mine", model, "--queries", folder / "queries.jsonl", "--corpus",
+                 folder / "corpus.jsonl", "--qrels", qrels, "-o", model / "config.json",
+                 "--overwrite")
+    assert_one_line_error(result, "would replace a file of the input folder")
+    assert {p.name: p.read_bytes() for p in model.iterdir() if p.is_file()} == before
+    assert qrels.read_bytes() == qrels_before
+    result = cli("encode", model, sentences, "-o", model / "embeddings.npy", "--max-length", 16)
+    assert result.exit_code == 0, result.output
+    assert np.load(model / "embeddings.npy").shape[0] == 2
 
 
 def test_mine_ignore_identical_ids_never_mines_the_query_itself(cli, tiny_checkpoint, tmp_path):

@@ -33,7 +33,7 @@ def test_excludes_positives_and_keeps_rank_order():
     # Two rows, one per positive. Positives removed; best remaining: unlabelled_dup, n1.
     assert [r[:2] for r in rows] == [["the query", "text pos"], ["the query", "text other_pos"]]
     assert rows[0][2:] == ["text unlabelled_dup", "text n1"]
-    assert report == {"rows": 2, "short_rows": 0, "short_queries": 0, "filled_rows": 0,
+    assert report == {"rows": 2, "queries": 1, "short_rows": 0, "short_queries": 0, "filled_rows": 0,
                       "blank_rows": 0, "blank_documents": 0, "num_negatives": 2}
 
 
@@ -91,6 +91,26 @@ def test_a_duplicate_of_the_positive_is_at_the_margin_not_above_it():
                 ["q"], [f"doc{j}" for j in range(30)], [[0]], query_embeddings=query,
                 corpus_embeddings=corpus, num_negatives=3, **kwargs)
             assert rows[0][2] == "doc1", (kwargs, rows[0])
+
+
+def test_a_copy_of_the_positive_text_is_never_a_negative():
+    # "unlabelled_dup" (the nearest non-positive, at 5 deg) holds the text of the
+    # positive "other_pos" under another id: it is that positive, never a negative of
+    # the query, mined (the window reaching past it) or drawn by the fill.
+    corpus = {**CORPUS, "unlabelled_dup": CORPUS["other_pos"]}
+    rows, report = mine_hard_negatives(
+        {"q": "the query", "r": "another"}, corpus,
+        {"q": {"pos": 1, "other_pos": 2}, "r": {"n3": 1}},
+        query_embeddings=np.stack([unit(0), unit(0)]), corpus_embeddings=C_EMB,
+        num_negatives=2, range_max=2)
+    assert [r[2:] for r in rows[:2]] == [["text n1", "text n2"]] * 2
+    # For another query, whose positives it does not copy, it is a negative as before.
+    assert rows[2] == ["another", "text n3", "text other_pos", "text other_pos"]
+    assert report["rows"] == 3 and report["queries"] == 2
+    rows, _ = mine_hard_negatives(
+        {"q": "the query"}, corpus, {"q": {"other_pos": 1}}, query_embeddings=Q_EMB,
+        corpus_embeddings=C_EMB, num_negatives=5, range_max=1, margin=-1.0, fill="random")
+    assert "text other_pos" not in rows[0][2:] and len(rows[0]) == 2 + 5
 
 
 def test_relative_margin_and_range_and_shortfall():
