@@ -365,6 +365,7 @@ def train(ctx, env, **options):
             "other)",
             param_hint="--batch-size",
         )
+    check_head_objectives(options, losses, get_objective)
     for name, option, what in (
             ("distance", "distance", "the distance of the triplet losses (--loss triplet or "
              "batch-hard-triplet)"),
@@ -453,6 +454,28 @@ def check_recipe_requires(options):
         )
 
 
+def check_head_objectives(options, losses, get_objective):
+    """Refuses, before any training, what an objective that trains a head on the pair
+    embeddings (`wrap_model`: sbert-softmax) cannot run with: options that act on a
+    loss of the embeddings themselves, and several --train files trained together."""
+    heads = [loss for loss in dict.fromkeys(losses) if get_objective(loss).wrap_model is not None]
+    if not heads:
+        return
+    for name, what in (("matryoshka_dims", "truncates the embeddings that a loss scores"),
+                       ("mini_batch_size", "caches the gradient of a loss on the embeddings")):
+        if options.get(name) is not None:
+            raise click.BadParameter(
+                f"{what}; --loss {heads[0]} trains a classifier head on them",
+                param_hint="--" + name.replace("_", "-"),
+            )
+    if isinstance(options["train"], list) and not options.get("staged"):
+        raise click.BadParameter(
+            f"{heads[0]} trains a classifier head on the pair embeddings, which several "
+            "--train files trained together (one loss on the embeddings per batch) do not "
+            "support; train its file as a stage of its own (--staged)", param_hint="--loss",
+        )
+
+
 def check_combinations(ctx, options):
     """Refuses options that contradict each other or that a recipe cannot run without."""
     if options["train_retrieval"] is not None and options["train"] is not None:
@@ -503,11 +526,6 @@ def check_combinations(ctx, options):
                 param_hint=flag,
             )
     check_recipe_requires(options)
-    if options.get("mini_batch_size") is not None and "sbert-softmax" in str(options["loss"]):
-        raise click.BadParameter(
-            "caches the gradient of a loss on the embeddings; --loss sbert-softmax trains a "
-            "classifier head on them", param_hint="--mini-batch-size",
-        )
     # --dev, or the demo dev set that comes with the demo training set.
     has_dev = options["dev"] is not None or (
         options["train"] is None and options["train_retrieval"] is None)

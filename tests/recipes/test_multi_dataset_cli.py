@@ -205,3 +205,26 @@ def test_a_killed_multi_dataset_run_resumes_to_the_uninterrupted_weights(
         np.testing.assert_allclose(g, e, atol=1e-6, rtol=0)
     for r, e in zip(_metrics(output), _metrics(reference)):
         np.testing.assert_allclose([r[k] for k in r], [e[k] for k in e], rtol=1e-5)
+
+
+def test_a_head_objective_is_refused_before_training_where_it_cannot_run(cli, tiny_checkpoint,
+                                                                         two_files, tmp_path):
+    # sbert-softmax trains a classifier head on the pair embeddings: no Matryoshka
+    # truncation or cached gradient of a loss on them, and no batch-by-batch mixing
+    # with other files' losses. Each is one line, before any stage trains.
+    sts, _ = two_files
+    output = tmp_path / "run"
+    for options, fragments in (
+            (["--train", sts, "--loss", "sbert-softmax", "--matryoshka-dims", 8],
+             ("--matryoshka-dims", "--loss sbert-softmax trains a classifier head")),
+            (["--train", sts, "--loss", "sbert-softmax", "--mini-batch-size", 2],
+             ("--mini-batch-size", "--loss sbert-softmax trains a classifier head")),
+            (["--train", sts, "--train", sts, "--loss", "cosent", "--loss", "sbert-softmax",
+              "--staged", "--matryoshka-dims", 8],
+             ("--matryoshka-dims", "sbert-softmax trains a classifier head")),
+            (["--train", sts, "--train", sts, "--loss", "sbert-softmax", "--loss", "cosent"],
+             ("--loss", "sbert-softmax trains a classifier head", "--staged"))):
+        result = cli("train", "--backbone", tiny_checkpoint, *options, *SMALL,
+                     "--output", output)
+        assert_one_line_error(result, *fragments)
+        assert not output.exists()
