@@ -53,9 +53,22 @@ def encoder_or_saved_path(model):
     if saved is None:
         return load_encoder(model)
     try:
-        return encoder_loading.checked_keras_archive(str(saved))
+        path = encoder_loading.checked_keras_archive(str(saved))
     except ValueError as error:
         raise CliError(f"cannot load MODEL {model!r}: {one_line(error)}") from error
+    config = encoder_loading.saved_encoder_config(path) or {}
+    if config.get("class_name") != "SentenceEncoder":
+        # Some other model (or a subclass): loading it says which, or takes it.
+        return load_encoder(model)
+    return path
+
+
+def has_tokenizer(encoder_or_path):
+    """Whether the encoder (or the `.keras` file of one) has a tokenizer."""
+    if isinstance(encoder_or_path, str):
+        config = encoder_loading.saved_encoder_config(encoder_or_path) or {}
+        return (config.get("config") or {}).get("tokenizer") is not None
+    return encoder_or_path.tokenizer is not None
 
 
 def load_encoder(model, pooling=None, max_length=None, option="MODEL"):

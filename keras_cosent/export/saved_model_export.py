@@ -36,12 +36,13 @@ def _resolve_encoder_file(path):
 
 
 def _next_version(base_dir):
-    versions = [int(name) for name in os.listdir(base_dir) if name.isdigit()]
+    # ASCII digits only: TF Serving reads no other version folder ("²" is isdigit()).
+    versions = [int(name) for name in os.listdir(base_dir) if name.isascii() and name.isdigit()]
     return max(versions) + 1 if versions else 1
 
 
 def _check_version(version):
-    if isinstance(version, str) and version.isdigit():
+    if isinstance(version, str) and version.isascii() and version.isdigit():
         version = int(version)
     if not is_int(version) or version < 0:
         raise ValueError(

@@ -61,8 +61,7 @@ def write_serving_saved_model(
     """Writes the serving SavedModel of `encoder` into `export_dir` (TF backend only).
 
     Args:
-        encoder: a `keras_cosent.models.SentenceEncoder` (or any Keras model
-            with the same call and `.tokenizer` / `.max_length` / `.pad_id`).
+        encoder: a `keras_cosent.models.SentenceEncoder`.
         export_dir: a new or empty directory.
         max_length: sequence length to truncate to; `None` keeps
             `encoder.max_length`.
@@ -83,6 +82,13 @@ def write_serving_saved_model(
         )
     import tensorflow as tf
 
+    from keras_cosent.models.sentence_encoder import SentenceEncoder
+
+    if not isinstance(encoder, SentenceEncoder):
+        raise ValueError(
+            f"`encoder` should be a keras_cosent SentenceEncoder. Received: a "
+            f"{type(encoder).__name__}"
+        )
     max_length = resolve_max_length(encoder, max_length)
     if truncate_dim is not None:
         truncate_dim = check_truncate_dim(truncate_dim, encoder.embedding_dim)

@@ -84,6 +84,18 @@ def checked_keras_archive(path):
     return path
 
 
+def saved_encoder_config(path):
+    """The top-level config of the `.keras` archive at `path` (its `config.json`:
+    `class_name`, `config` with `tokenizer`...), read without loading the model;
+    None when the archive holds none that parses."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    return config if isinstance(config, dict) else None
+
+
 def _is_run_directory(path):
     """Whether `path`'s config.json is a run's (`{"command": ..., "config": {...}}`),
     not a checkpoint's (Hugging Face's has no `config`; keras-hub's has a `class_name`)."""

@@ -46,6 +46,7 @@ def export(env, model, base_dir, version, max_length, string_signatures, truncat
     env.activate_backend()
     from keras_cosent.export import export_saved_model
     from recipes.model_loading import encoder_or_saved_path
+    from recipes.model_loading import has_tokenizer
     from recipes.model_loading import load_encoder
     from recipes.options import check_truncate_dim_option
 
@@ -57,6 +58,10 @@ def export(env, model, base_dir, version, max_length, string_signatures, truncat
         encoder = load_encoder(model, max_length=max_length)
         if truncate_dim is not None:
             check_truncate_dim_option(truncate_dim, encoder, model)
+    if string_signatures and not has_tokenizer(encoder):
+        raise CliError(f"MODEL {model} has no tokenizer, so the signatures that take "
+                       "sentences cannot be built; pass --no-string-signatures to export "
+                       "the token-id signature only")
     # The user's mistakes are refused above; a failure past this point (the
     # TensorFlow worker's included, with its last lines) is a bug and keeps its
     # traceback.

@@ -106,3 +106,37 @@ def test_export_of_a_file_that_is_not_a_keras_archive(cli, tmp_path):
     result = cli("export", not_zip, tmp_path / "serving")
     assert_one_line_error(result, "is not a `.keras` file (a zip archive")
     assert not (tmp_path / "serving").exists()
+
+
+def test_export_of_a_model_it_cannot_serve_is_a_one_line_error(cli, trained_run, tmp_path):
+    # Neither is loaded by the command before the export starts (the worker would be
+    # the first to): what the archive holds says so at once.
+    import keras
+
+    from keras_cosent.models import SentenceEncoder
+    from keras_cosent.models import load_encoder
+
+    other = tmp_path / "dense.keras"
+    keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]).save(other)
+    result = cli("export", other, tmp_path / "serving")
+    assert_one_line_error(result, "holds a Sequential, not a keras-cosent SentenceEncoder")
+    encoder = load_encoder(str(trained_run["output"]))
+    bare = tmp_path / "bare.keras"
+    SentenceEncoder(encoder.backbone, None, max_length=encoder.max_length).save(bare)
+    result = cli("export", bare, tmp_path / "serving")
+    assert_one_line_error(result, "has no tokenizer", "--no-string-signatures")
+    assert not (tmp_path / "serving").exists()
+
+
+def test_version_folders_are_ascii_numbers(cli, trained_run, tmp_path):
+    # TF Serving reads only ASCII-digit version folders: "²" and "١" (str.isdigit())
+    # are neither versions nor a crash.
+    from keras_cosent.export.saved_model_export import _next_version
+
+    for name in ("²", "١", "3", "07"):
+        (tmp_path / name).mkdir()
+    assert _next_version(str(tmp_path)) == 8
+    with pytest.raises(ValueError, match="non-negative integer"):
+        from keras_cosent.export.saved_model_export import _check_version
+
+        _check_version("²")
