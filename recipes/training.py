@@ -510,6 +510,17 @@ def _train_encoder(config, directory, env, backup_dir):
             dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS,
             ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss,
         ))
+    keep_best = config.get("keep_best")
+    if keep_best is not None:
+        # After the evaluators, which log the metric; before the collapse guard,
+        # so that it saves the weights that earned the score, not those the guard
+        # restores when it fires; and before the backup: a run killed in between
+        # repeats the epoch and saves the same weights.
+        callbacks.append(keras.callbacks.ModelCheckpoint(
+            str(backup_dir / BEST_WEIGHTS), monitor=keep_best, mode="max",
+            save_best_only=True, save_weights_only=True,
+            initial_value_threshold=best_so_far(backup_dir / EPOCH_LOG, keep_best),
+        ))
     if config.get("collapse_guard"):
         # After the evaluators, so that they score the trained weights, not the
         # ones it restores; before ResumableTraining, so that the weights it pairs
@@ -522,15 +533,6 @@ def _train_encoder(config, directory, env, backup_dir):
             patience=config["guard_patience"],
             # evaluate_sts reports x 100; the callback's scores are -1..1.
             baseline=results["dev_before_training"]["spearman"] / 100.0,
-        ))
-    keep_best = config.get("keep_best")
-    if keep_best is not None:
-        # After the evaluators, which log the metric, and before the backup: a
-        # run killed in between repeats the epoch and saves the same weights.
-        callbacks.append(keras.callbacks.ModelCheckpoint(
-            str(backup_dir / BEST_WEIGHTS), monitor=keep_best, mode="max",
-            save_best_only=True, save_weights_only=True,
-            initial_value_threshold=best_so_far(backup_dir / EPOCH_LOG, keep_best),
         ))
     callbacks += [
         zero_loss_warning(),

@@ -94,3 +94,30 @@ def test_plot_marks_the_fired_epochs(tmp_path, monkeypatch):
     reporting.plot_training(tmp_path / "plot.png", rows, "dev_spearman", initial_spearman=70.0)
     assert lines == [2, 2]  # one line on each panel
     assert (tmp_path / "plot.png").stat().st_size > 0
+
+
+def test_the_kept_epoch_saves_its_own_weights_when_the_guard_fires(cli, tiny_checkpoint,
+                                                                   small_train, small_dev,
+                                                                   tmp_path, monkeypatch):
+    # Before training 0.9, epoch 1 0.5: the guard fires after epoch 1 and restores the
+    # weights from before training; --keep-best keeps epoch 1, the only one, and must
+    # save the weights that scored 0.5 (trained ones), not those the guard put back.
+    scores = iter([0.9, 0.5, 0.5, 0.5])
+    monkeypatch.setattr(SpearmanEvaluator, "evaluate",
+                        lambda self: {"spearman": next(scores), "pearson": 0.0})
+    output = tmp_path / "run"
+    result = cli(
+        "train", "--backbone", tiny_checkpoint, "--train", small_train, "--dev", small_dev,
+        "--epochs", 1, "--batch-size", 8, "--max-length", 16, "--lr", 1e-2,
+        "--collapse-guard", "--keep-best", "dev_spearman", "--output", output,
+    )
+    assert result.exit_code == 0, result.output
+    assert "collapse guard fired" in result.output
+    import numpy as np
+
+    from keras_cosent.models import load_encoder
+
+    sentences = ["a man is playing a guitar", "the cat sleeps"]
+    before = load_encoder(str(tiny_checkpoint), max_length=16).encode(sentences)
+    kept = load_encoder(str(output), max_length=16).encode(sentences)
+    assert not np.allclose(before, kept, atol=1e-4)
