@@ -367,6 +367,8 @@ def train(ctx, env, **options):
         )
     check_head_objectives(options, losses, get_objective)
     for name, option, what in (
+            ("margin", "margin", "the margin of the triplet and margin-ranking losses "
+             "(--loss triplet, batch-hard-triplet or margin-ranking)"),
             ("distance", "distance", "the distance of the triplet losses (--loss triplet or "
              "batch-hard-triplet)"),
             ("margin_form", "form", "the form of the margin-ranking loss (--loss "

@@ -151,6 +151,17 @@ def test_margin_form_is_refused_where_the_loss_has_none(cli, tiny_checkpoint, sm
     assert not (tmp_path / "run").exists()
 
 
+def test_margin_is_refused_where_the_loss_has_none(cli, tiny_checkpoint, small_train, tmp_path):
+    # cosent and infonce have no margin: the value would be recorded and replayed, and
+    # change nothing.
+    for loss in ("cosent", "infonce"):
+        result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                     "--loss", loss, "--margin", 0.3, "--epochs", 1,
+                     "--output", tmp_path / "run")
+        assert_one_line_error(result, "--margin", f"--loss {loss} has none")
+    assert not (tmp_path / "run").exists()
+
+
 def test_matryoshka_dims_are_trained_recorded_and_replayed(cli, tiny_checkpoint, small_train,
                                                            tmp_path, monkeypatch):
     import keras_cosent.training.builder as builder
@@ -166,14 +177,13 @@ def test_matryoshka_dims_are_trained_recorded_and_replayed(cli, tiny_checkpoint,
     monkeypatch.setattr("recipes.training.build", recording_build)
     result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
                  "--batch-size", 8, "--max-length", 16, "--matryoshka-dims", "16, 8,4",
-                 "--margin", 0.3, "--output", tmp_path / "run")
+                 "--output", tmp_path / "run")
     assert result.exit_code == 0, result.output
     assert losses[0].dims == (16, 8, 4) and type(losses[0].loss).__name__ == "CoSENTLoss"
     record = json.loads((tmp_path / "run" / "config.json").read_text())
     assert record["config"]["matryoshka_dims"] == "16,8,4"
     words = shlex.split(record["command"])
     assert words[words.index("--matryoshka-dims") + 1] == "16,8,4"
-    assert words[words.index("--margin") + 1] == "0.3"
 
 
 @pytest.mark.parametrize("dims, fragments", [
