@@ -7,7 +7,10 @@ module under `recipes/commands/`. Nothing imported here imports keras, so that
 `--backend` can still choose the backend.
 """
 
+import contextlib
+import signal
 import sys
+import threading
 import warnings
 
 import click
@@ -42,6 +45,28 @@ def _warnings_shown_as_lines(show):
     return show_warning
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM (`timeout`, `docker stop`, a cancelled CI job) handled as Ctrl-C is:
+    the command's clean-up runs (partial outputs removed, an export worker
+    stopped), then the process exits with 143. Yields a list that holds the
+    signal once one came."""
+    terminated = []
+    if threading.current_thread() is not threading.main_thread():
+        yield terminated
+        return
+
+    def interrupt(signum, frame):
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield terminated
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class KerasCosentGroup(click.Group):
     """A click group whose errors are one line and whose user errors exit with 2."""
 
@@ -59,6 +84,15 @@ class KerasCosentGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        with _terminate_as_interrupt() as terminated:
+            try:
+                return self._main(args, prog_name, complete_var, **extra)
+            except SystemExit:
+                if terminated:
+                    sys.exit(128 + signal.SIGTERM)
+                raise
+
+    def _main(self, args, prog_name, complete_var, **extra):
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as error:

@@ -47,8 +47,9 @@ def _backup_epoch(backup):
         return 0
 
 
-def _kill_after_first_epoch(args, backup):
-    """Runs `keras-cosent ARGS` in a child process and SIGKILLs it after an epoch is saved."""
+def _kill_after_first_epoch(args, backup, sig=signal.SIGKILL):
+    """Runs `keras-cosent ARGS` in a child process and sends it `sig` (SIGKILL) after an
+    epoch is saved."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     command = [sys.executable, "-m", "recipes", "--backend", keras.backend.backend()]
     process = subprocess.Popen(
@@ -58,7 +59,7 @@ def _kill_after_first_epoch(args, backup):
     deadline = time.monotonic() + 300
     while process.poll() is None and time.monotonic() < deadline:
         if _backup_epoch(backup) >= 1:
-            process.send_signal(signal.SIGKILL)
+            process.send_signal(sig)
             break
         time.sleep(0.01)
     process.wait()
@@ -166,3 +167,20 @@ def test_overwrite_discards_an_interrupted_run(cli, tiny_checkpoint, small_train
     result = cli(*args, "--overwrite")
     assert result.exit_code == 0, result.output
     assert not stale.exists()
+
+
+@(pytest.mark.slow if keras.backend.backend() != "torch" else lambda test: test)
+def test_a_terminated_run_cleans_up_as_an_interrupted_one(tiny_checkpoint, data, tmp_path):
+    # SIGTERM (timeout, docker stop, a cancelled job) is Ctrl-C: the clean-up runs,
+    # nothing half-written stays beside the output, the saved epoch stays resumable,
+    # and the exit status says it was terminated (128 + 15).
+    train, dev = data
+    output = tmp_path / "run"
+    backup = tmp_path / ".run.resume"
+    returncode, saved_epochs = _kill_after_first_epoch(
+        _train_args(tiny_checkpoint, train, dev, output), backup, sig=signal.SIGTERM)
+    assert returncode == 128 + signal.SIGTERM, "the run finished before it could be stopped"
+    assert 1 <= saved_epochs < EPOCHS
+    assert not output.exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".run")) == [
+        ".run.resume"]
