@@ -150,7 +150,11 @@ class RunDirectory:
 
     def has_saved_epoch(self):
         """Whether the backup holds the state of at least one finished epoch."""
-        return (self.backup_path / "latest.weights.h5").is_file()
+        # The metadata is written after the weights: weights alone are a first save
+        # cut short (ResumableTraining discards them), not a finished epoch.
+        return any((self.backup_path / f"latest.weights.h5{suffix}").is_file()
+                   and (self.backup_path / f"training_metadata.json{suffix}").is_file()
+                   for suffix in ("", ".bkp"))
 
     def remove_backup(self):
         shutil.rmtree(self.backup_path, ignore_errors=True)

@@ -26,7 +26,12 @@ memory (best score and weights, firings) is backed up beside the seed states
 when the guard is passed as `stateful=[guard]`.
 """
 
+import contextlib
+import json
 import os
+import shutil
+import signal
+import threading
 import warnings
 
 import keras
@@ -56,6 +61,43 @@ def _set_torch_generators(saved):
         torch.cuda.set_rng_state_all(
             [torch.from_numpy(state) for state in np.asarray(saved[TORCH_CUDA_GENERATORS], np.uint8)]
         )
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """Holds SIGINT and SIGTERM back until the block ends, then raises
+    KeyboardInterrupt for one that came: a backup is written whole, never cut
+    short by Ctrl-C (outside the main thread, where no handler can be set, the
+    block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    handlers = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handlers[signum] = signal.signal(signum, lambda number, frame: received.append(number))
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    if received:
+        signum = received[0]
+        handler = handlers[signum]
+        if callable(handler):
+            handler(signum, None)  # the run's own: Ctrl-C's raises KeyboardInterrupt
+        elif handler == signal.SIG_DFL:
+            os.kill(os.getpid(), signum)  # its default action, now that it is back
+
+
+def _write_replacing(path, write):
+    """`write(temporary)` beside `path`, then renamed to it: `path` is the old file
+    or the whole new one, never a part."""
+    directory, name = os.path.split(path)
+    # Keras saves weights only to names ending in ".weights.h5".
+    temporary = os.path.join(directory, f".partial-{name}")
+    write(temporary)
+    os.replace(temporary, path)
 
 
 class ResumableTraining(keras.callbacks.BackupAndRestore):
@@ -141,23 +183,58 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
             # BackupAndRestore restores into built variables only; a forward pass
             # in inference mode builds the model without drawing dropout masks.
             self.model(self.batches[0][0], training=False)
+        if (os.path.exists(self._weights_path)
+                and not os.path.exists(self._training_metadata_path)
+                and not os.path.exists(self._prev_weights_path)):
+            # Weights without the metadata written after them, and no earlier
+            # epoch: a first save cut short (a backup written before saves were
+            # whole), which holds no finished epoch.
+            self._discard_cut_short_backup()
+            return
         try:
             super().on_train_begin(logs)
-        except OSError:
-            # Keras falls back to the previous epoch's copy; the first epoch's
-            # save has none. Killed while writing it, the backup holds no
-            # finished epoch (the metadata is written after the weights): the
-            # unreadable weights are removed and training starts from the start.
-            if os.path.exists(self._training_metadata_path) or os.path.exists(
-                    self._prev_weights_path):
-                raise
-            os.remove(self._weights_path)
-            warnings.warn(
-                f"The backup in {self.backup_dir} holds the weights of a save cut short "
-                "(the run was stopped while writing its first epoch's backup) and no "
-                "finished epoch; training starts from the first epoch",
-                stacklevel=2,
-            )
+        except (OSError, ValueError):
+            # Keras falls back to the previous epoch's copy on an OSError only; a
+            # weights file cut short can also open and lack variables (ValueError).
+            if not os.path.exists(self._prev_weights_path):
+                if os.path.exists(self._training_metadata_path):
+                    raise
+                self._discard_cut_short_backup()
+                return
+            shutil.copyfile(self._prev_weights_path, self._weights_path)
+            if os.path.exists(self._prev_training_metadata_path):
+                shutil.copyfile(self._prev_training_metadata_path,
+                                self._training_metadata_path)
+            elif os.path.exists(self._training_metadata_path):
+                os.remove(self._training_metadata_path)
+            self._load_model()
+
+    def _discard_cut_short_backup(self):
+        os.remove(self._weights_path)
+        warnings.warn(
+            f"The backup in {self.backup_dir} holds the weights of a save cut short "
+            "(the run was stopped while writing its first epoch's backup) and no "
+            "finished epoch; training starts from the first epoch",
+            stacklevel=3,
+        )
+
+    def _save_model(self):
+        # Keras' own save, each file written beside its name and renamed into
+        # place: a file is the previous epoch's or this one's, never a part.
+        os.makedirs(self.backup_dir, exist_ok=True)
+        for path, previous in ((self._weights_path, self._prev_weights_path),
+                               (self._training_metadata_path,
+                                self._prev_training_metadata_path)):
+            if self.double_checkpoint and os.path.exists(path):
+                _write_replacing(previous, lambda tmp, path=path: shutil.copyfile(path, tmp))
+        _write_replacing(self._weights_path,
+                         lambda tmp: self.model.save_weights(tmp, overwrite=True))
+
+        def write_metadata(tmp):
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"epoch": self._current_epoch, "batch": self._last_batch_seen}, f)
+
+        _write_replacing(self._training_metadata_path, write_metadata)
 
     def on_epoch_begin(self, epoch, logs=None):
         if self._first_epoch and epoch > 0:
@@ -188,6 +265,12 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         self.batches.set_epoch(epoch)
 
     def on_epoch_end(self, epoch, logs=None):
+        # Ctrl-C (or SIGTERM) while the backup is written takes effect once it is
+        # whole: the seed states, the weights and the metadata of one epoch.
+        with _signals_deferred():
+            self._back_up(epoch, logs)
+
+    def _back_up(self, epoch, logs):
         os.makedirs(self.backup_dir, exist_ok=True)
         path = self._seed_path(epoch + 1)
         states = {

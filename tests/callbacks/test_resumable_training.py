@@ -147,6 +147,74 @@ def test_a_first_backup_cut_short_starts_again_from_the_first_epoch(tmp_path):
     assert (tmp_path / "latest.weights.h5").exists()
 
 
+def _built(setup):
+    """The model and its optimizer built, as they are when `fit` backs up an epoch."""
+    setup.model(setup.batches[0][0], training=False)
+    setup.model.optimizer.build(setup.model.trainable_variables)
+    return setup
+
+
+def _backed_up(setup, directory, epochs):
+    _built(setup)
+    callback = ResumableTraining(directory, setup.batches)
+    callback.set_model(setup.model)
+    saved = []
+    for epoch in range(epochs):
+        for variable in setup.model.trainable_variables[:1]:
+            variable.assign(variable + 1.0)  # each epoch's weights told apart
+        saved.append(_weights(setup.model))
+        callback.on_epoch_end(epoch)
+    return saved
+
+
+def test_weights_cut_short_that_still_open_fall_back_to_the_previous_epoch(tmp_path):
+    # An h5 file with none of the model's variables opens, and Keras' load raises
+    # ValueError, not the OSError its own fallback catches: the previous epoch's
+    # copy is restored, with its metadata.
+    import h5py
+
+    setup, initial = _setup()
+    saved = _backed_up(setup, tmp_path, 2)
+    with h5py.File(tmp_path / "latest.weights.h5", "w"):
+        pass
+    resumed, _ = _setup(initial)
+    callback = ResumableTraining(tmp_path, resumed.batches)
+    callback.set_model(resumed.model)
+    callback.on_train_begin()
+    assert resumed.model._initial_epoch == 1
+    for got, want in zip(_weights(resumed.model), saved[0]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_ctrl_c_while_backing_up_takes_effect_once_the_backup_is_whole(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    setup, initial = _setup()
+    _built(setup)
+    save_weights = setup.model.save_weights
+
+    def interrupted_save(path, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives mid-save
+        save_weights(path, **kwargs)
+
+    monkeypatch.setattr(setup.model, "save_weights", interrupted_save)
+    callback = ResumableTraining(tmp_path, setup.batches)
+    callback.set_model(setup.model)
+    with pytest.raises(KeyboardInterrupt):
+        callback.on_epoch_end(0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "latest.weights.h5", "seed_states-1.npz", "training_metadata.json"]
+    resumed, _ = _setup(initial)
+    callback = ResumableTraining(tmp_path, resumed.batches)
+    callback.set_model(resumed.model)
+    callback.on_train_begin()
+    assert resumed.model._initial_epoch == 1
+    for got, want in zip(_weights(resumed.model), _weights(setup.model)):
+        np.testing.assert_array_equal(got, want)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_a_backup_without_seed_states_is_refused_by_name(tmp_path):
     # Keras' own BackupAndRestore state restores epoch 2 but holds no seed states.
     setup, _ = _setup()
