@@ -16,6 +16,7 @@ import collections
 import inspect
 
 from keras_cosent import distributed
+from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.pair_batches import PairBatches
 from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.data.readers import READ_FORMATS
@@ -321,16 +322,20 @@ def check_data_format(data_format):
 def check_shaped_dataset(objective, dataset, word_repetition):
     """Refuses a dataset, shaped for `objective`, that cannot fill one batch the loss
     learns from, or whose layout `word_repetition` cannot apply to."""
+    # DataFormatError (a ValueError) naming the rows' file: what the data holds, not
+    # an argument, is what cannot train.
     if len(dataset) < objective.min_batch_size:
-        raise ValueError(
-            f"{dataset.source}: {len(dataset)} row(s) for objective {objective.name!r}, "
-            f"which needs at least {objective.min_batch_size} rows in a batch to learn from."
+        raise DataFormatError(
+            dataset.source, None,
+            f"{len(dataset)} row(s) for objective {objective.name!r}, which needs at least "
+            f"{objective.min_batch_size} rows in a batch to learn from",
         )
     if word_repetition is not None and dataset.num_columns < 2:
-        raise ValueError(
-            f"`word_repetition` repeats words of the positives (column 1), and objective "
-            f"{objective.name!r} trains on {dataset.num_columns} text column. Received: "
-            f"`word_repetition`={word_repetition!r}"
+        raise DataFormatError(
+            dataset.source, None,
+            f"`word_repetition`={word_repetition!r} repeats words of the positives (column "
+            f"1), and objective {objective.name!r} trains on {dataset.num_columns} text "
+            "column of these rows",
         )
 
 

@@ -228,3 +228,15 @@ def test_a_head_objective_is_refused_before_training_where_it_cannot_run(cli, ti
                      "--output", output)
         assert_one_line_error(result, *fragments)
         assert not output.exists()
+
+
+def test_a_training_file_too_small_for_its_loss_is_a_one_line_error(cli, tiny_checkpoint,
+                                                                   tmp_path):
+    one = write_pair_tsv(tmp_path / "one.tsv", demo_rows("train")[:1])
+    many = write_pair_tsv(tmp_path / "many.tsv", demo_rows("train")[:16])
+    output = tmp_path / "run"
+    for files in ([one], [many, one]):
+        options = [word for path in files for word in ("--train", path)]
+        result = cli("train", "--backbone", tiny_checkpoint, *options, *SMALL, "--output", output)
+        assert_one_line_error(result, f"{one}: 1 row(s) for objective 'cosent'")
+        assert not output.exists()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import keras_cosent
+from keras_cosent.data import DataFormatError
 from keras_cosent.data import PairDataset
 from keras_cosent.training import OBJECTIVES
 from keras_cosent.training import build
@@ -112,7 +113,8 @@ def test_objectives_that_compare_rows_refuse_a_batch_of_one(objective):
 
 def test_a_dataset_that_cannot_fill_a_batch_to_learn_from_is_refused():
     one = PairDataset([["a cat sat"], ["a dog"]], np.array([4.0], "float32"), source="one.tsv")
-    with pytest.raises(ValueError, match=r"one.tsv: 1 row\(s\) for objective 'cosent', which "
+    # A DataFormatError naming the file: the CLI says it in one line.
+    with pytest.raises(DataFormatError, match=r"one.tsv: 1 row\(s\) for objective 'cosent', which "
                                          r"needs at least 2 rows"):
         build(tiny_encoder(), one, "cosent", batch_size=16)
 
@@ -147,7 +149,8 @@ def test_data_parallel_takes_numpy_ints_as_build_does_and_names_a_bad_count():
 def test_word_repetition_needs_a_positives_column():
     texts = PairDataset([list(FIRST)], np.array([0, 0, 1, 1, 2, 2, 3, 3], "int32"),
                         source="inline", classes=["w", "x", "y", "z"])
-    with pytest.raises(ValueError, match=r"objective 'supcon' trains on 1 text column"):
+    with pytest.raises(DataFormatError, match=r"inline: .*objective 'supcon' trains on 1 text "
+                                              r"column"):
         build(tiny_encoder(), texts, "supcon", batch_size=4, word_repetition=0.3)
 
 
