@@ -50,6 +50,8 @@ def train_stages(config, directory, env, backup_dir):
         The final evaluation results (as `recipes.training.train_encoder`), and
         `stages`: one record per stage.
     """
+    from keras_cosent.training import get_objective
+    from keras_cosent.training.builder import check_shaped_dataset
     from recipes.training import check_finite_embeddings
     from recipes.training import non_finite_loss_error
     from recipes.training import parse_matryoshka_dims
@@ -59,6 +61,12 @@ def train_stages(config, directory, env, backup_dir):
     from recipes.training import zero_loss_warning
 
     tasks, _, dev, test = read_datasets(config)
+    # Every stage's rows shaped and checked before the first stage trains: a later
+    # stage's bad file would otherwise end the run after the earlier stages' work,
+    # which a staged run cannot resume.
+    for dataset, data_format, loss in tasks:
+        objective = get_objective(loss)
+        check_shaped_dataset(objective, objective.prepare(dataset, data_format), None)
     keras.utils.set_random_seed(config["seed"])
     with run_policy(config):
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"],

@@ -235,8 +235,11 @@ def test_a_training_file_too_small_for_its_loss_is_a_one_line_error(cli, tiny_ch
     one = write_pair_tsv(tmp_path / "one.tsv", demo_rows("train")[:1])
     many = write_pair_tsv(tmp_path / "many.tsv", demo_rows("train")[:16])
     output = tmp_path / "run"
-    for files in ([one], [many, one]):
+    # Staged too, before its first stage trains (a staged run cannot be resumed).
+    for files, extra in (([one], []), ([many, one], []), ([many, one], ["--staged"])):
         options = [word for path in files for word in ("--train", path)]
-        result = cli("train", "--backbone", tiny_checkpoint, *options, *SMALL, "--output", output)
+        result = cli("train", "--backbone", tiny_checkpoint, *options, *extra, *SMALL,
+                     "--output", output)
         assert_one_line_error(result, f"{one}: 1 row(s) for objective 'cosent'")
+        assert "stage 1" not in result.output
         assert not output.exists()
