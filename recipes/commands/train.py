@@ -454,6 +454,17 @@ def check_recipe_requires(options):
         raise click.BadParameter(
             f"--recipe {options['recipe']} needs {flags}", param_hint=flags
         )
+    # A recipe of stages (one --loss and --format per file) names how many files it
+    # trains: another count would be reported against options the user never gave.
+    trains = options.get("train") or ()
+    for name, value in RECIPES[options["recipe"]].options.items():
+        if (isinstance(value, tuple) and options.get(name) == value and trains
+                and len(trains) != len(value)):
+            raise click.BadParameter(
+                f"--recipe {options['recipe']} trains {len(value)} files, one per stage "
+                f"(its --{name.replace('_', '-')} {','.join(value)}); got {len(trains)}",
+                param_hint="--train",
+            )
 
 
 def check_head_objectives(options, losses, get_objective):

@@ -106,6 +106,17 @@ def test_the_staged_recipe_without_train_files_asks_for_them(cli, tmp_path):
     assert_one_line_error(result, "--recipe nli-infonce-then-sts-cosent needs --train")
 
 
+def test_the_staged_recipe_counts_its_train_files(cli, two_files, tmp_path):
+    # Not "--format: given 2 times for 1 --train file(s)": the user gave no --format.
+    sts, nli = two_files
+    for files in ([nli], [nli, sts, sts]):
+        options = [word for path in files for word in ("--train", path)]
+        result = cli("train", "--recipe", "nli-infonce-then-sts-cosent", *options,
+                     "--output", tmp_path / "r")
+        assert_one_line_error(result, "--train", "trains 2 files, one per stage",
+                              f"got {len(files)}")
+
+
 def test_sampling_needs_several_files(cli, small_train, tmp_path):
     result = cli("train", "--train", small_train, "--sampling", "proportional",
                  "--output", tmp_path / "r")
