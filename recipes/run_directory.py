@@ -44,6 +44,9 @@ class RunDirectory:
     def __init__(self, path, overwrite=False):
         self.path = pathlib.Path(path)
         self.overwrite = overwrite
+        # Whether the run replaces the one published at `path`: --overwrite, or the
+        # resumed continuation of an interrupted --overwrite run.
+        self.replaces = overwrite
         self._made_parents = []  # folders above the run that `backup` creates
 
     def _is_empty(self):
@@ -78,7 +81,7 @@ class RunDirectory:
                 f"--output {self.path} is not empty and holds no keras-cosent run "
                 f"(no {CONFIG_FILE}); choose another directory"
             )
-        if self.overwrite:
+        if self.replaces:
             return "new"
         differences = config_differences(self.stored_config(), config)
         if differences:
@@ -138,9 +141,24 @@ class RunDirectory:
         path.mkdir(parents=True)
         partial = path / f"{CONFIG_FILE}.partial"
         with open(partial, "w", encoding="utf-8") as f:
-            json.dump({"config": config}, f, indent=2)
+            json.dump({"config": config, "replaces": self.replaces}, f, indent=2)
         os.replace(partial, path / CONFIG_FILE)
         return path, False
+
+    def continue_replacing(self, config):
+        """Before `check`, for --resume: when the backup holds an interrupted run of
+        `config` that was started with --overwrite, its continuation replaces the
+        run at `path` as it would have (the same command plus --resume continues
+        it, where the published run would otherwise refuse it as a different run)."""
+        try:
+            with open(self.backup_path / CONFIG_FILE, encoding="utf-8") as f:
+                stored = json.load(f)
+        except (OSError, ValueError):
+            return
+        if (isinstance(stored, dict) and stored.get("replaces") is True
+                and isinstance(stored.get("config"), dict)
+                and not config_differences(stored["config"], config)):
+            self.replaces = True
 
     def _remove_stale_staging(self):
         # A killed run cannot remove its staging directory; the resumed run
@@ -189,7 +207,7 @@ class RunDirectory:
         if self.path.exists():
             if self._is_empty():
                 self.path.rmdir()
-            elif self.overwrite:
+            elif self.replaces:
                 previous = pathlib.Path(tempfile.mkdtemp(
                     prefix=f".{self.path.name}.replaced-", dir=staging.parent))
                 os.replace(self.path, previous / self.path.name)

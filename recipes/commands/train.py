@@ -385,6 +385,8 @@ def train(ctx, env, **options):
         _check_loss_takes_mined_rows(options)
     config = build_config(env.backend, options, tuning=env.tuning)
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
+    if resume:
+        run_directory.continue_replacing(config)
     if run_directory.check(config) == "same":
         env.note(f"{options['output']} already holds this run (same configuration); "
                  "reusing it. Pass --overwrite to train again.")

@@ -184,3 +184,26 @@ def test_a_terminated_run_cleans_up_as_an_interrupted_one(tiny_checkpoint, data,
     assert not output.exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".run")) == [
         ".run.resume"]
+
+
+@(pytest.mark.slow if keras.backend.backend() != "torch" else lambda test: test)
+def test_an_interrupted_overwrite_resumes_with_the_same_command_plus_resume(
+    cli, tiny_checkpoint, data, tmp_path
+):
+    # A finished run at --output, then another run with --overwrite, killed after an
+    # epoch: the same command plus --resume (no --overwrite, which would discard the
+    # state) continues it and replaces the first run, as the uninterrupted one would.
+    train, dev = data
+    output = tmp_path / "run"
+    first = cli(*_train_args(tiny_checkpoint, train, dev, output, "--seed", 1))
+    assert first.exit_code == 0, first.output
+    args = _train_args(tiny_checkpoint, train, dev, output, "--seed", 2)
+    returncode, saved_epochs = _kill_after_first_epoch([*args, "--overwrite"],
+                                                       tmp_path / ".run.resume")
+    assert returncode == -signal.SIGKILL and 1 <= saved_epochs < EPOCHS
+    resumed = cli(*args, "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert "resuming the interrupted run" in resumed.output
+    with open(output / "config.json", encoding="utf-8") as f:
+        assert json.load(f)["config"]["seed"] == 2
+    assert not (tmp_path / ".run.resume").exists()
