@@ -23,6 +23,7 @@ called on `{token_ids, padding_mask, segment_ids}` and has `.tokenizer`,
 
 import keras
 
+from keras_cosent.models.hf_bert_tokenizer import HFBertTokenizer
 from keras_cosent.models.sentence_preprocessing import check_max_length
 from keras_cosent.models.sentence_preprocessing import special_token_ids
 from keras_cosent.utils.truncation import check_truncate_dim
@@ -109,9 +110,17 @@ def write_serving_saved_model(
             embeddings = truncate_embeddings(embeddings, truncate_dim)
         return embeddings
 
+    # keras-hub's WordPiece tokenizers split at a NUL character when they run in
+    # Python (as `encode` runs them), but TensorFlow Text's regex split in the graph
+    # ends the string there: the graph gets a space in its place, so that both cut
+    # the sentence into the same words. (HFBertTokenizer drops NUL on both paths.)
+    split_at_nul = string_signatures and not isinstance(tokenizer, HFBertTokenizer)
+
     def tokenize(sentences):
         # Same layout as `SentenceEncoder.tokenize` + `pad_batch`:
         # [CLS] wordpieces[:max_length - 2] [SEP], padded to the longest row.
+        if split_at_nul:
+            sentences = tf.strings.regex_replace(sentences, r"\x00", " ")
         pieces = tokenizer.tokenize(sentences)[:, : max_length - 2]
         rows = pieces.nrows()
         cls = tf.fill([rows, 1], tf.constant(cls_id, pieces.dtype))

@@ -329,3 +329,27 @@ def test_bad_max_length_fails_before_exporting(served, tmp_path):
             )
     # Nothing half-written is left behind.
     assert os.listdir(tmp_path) == []
+
+
+@needs_in_process
+def test_a_keras_hub_tokenizer_splits_at_nul_in_the_graph_as_encode_does(tmp_path):
+    # keras-hub's BertTokenizer, run in Python by `encode`, splits words at NUL; in the
+    # graph TensorFlow Text's regex split ended the sentence there ("\x00the man" was
+    # served as an empty sentence).
+    import keras_hub
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops the signature needs)
+
+    from keras_cosent.export.serving_graph import write_serving_saved_model
+    from keras_cosent.models import SentenceEncoder
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "plays", "ma", "##n"]
+    encoder = SentenceEncoder(
+        keras_hub.models.BertBackbone(vocabulary_size=len(vocab), num_layers=1, num_heads=2,
+                                      hidden_dim=8, intermediate_dim=16, max_sequence_length=16),
+        keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True), max_length=16)
+    texts = ["the man plays", "the man\x00 plays", "\x00the man plays", "the ma\x00n plays"]
+    write_serving_saved_model(encoder, str(tmp_path / "1"))
+    served = tf.saved_model.load(str(tmp_path / "1")).signatures["serving_default"](
+        sentences=tf.constant(texts))["embeddings"].numpy()
+    np.testing.assert_allclose(served, encoder.encode(texts), atol=1e-5)
