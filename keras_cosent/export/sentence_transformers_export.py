@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -151,6 +152,17 @@ def _check_encoder(encoder):
             "The encoder needs its BERT WordPiece tokenizer to be written as a "
             f"sentence-transformers folder; it has {type(encoder.tokenizer).__name__}"
         )
+    from keras_cosent.models.hf_bert_tokenizer import HFBertTokenizer
+
+    if not isinstance(encoder.tokenizer, HFBertTokenizer):
+        warnings.warn(
+            "The encoder's tokenizer is keras-hub's BertTokenizer, which cleans and "
+            "lowercases text otherwise than transformers' (NFKC case folding; spaces, "
+            "control and zero-width characters, NUL): the folder gives other token ids, "
+            "so other embeddings, on text that holds such characters. An encoder read "
+            "from a Hugging Face checkpoint has an HFBertTokenizer, which matches.",
+            stacklevel=3,
+        )
     if encoder.pooling not in _POOLING_FLAGS:
         raise ValueError(
             f"pooling={encoder.pooling!r} has no sentence-transformers Pooling mode; "
@@ -166,10 +178,11 @@ def export_sentence_transformers(encoder_or_path, directory, overwrite=False, tr
     the encoder uses the exact GELU that Hugging Face BERT checkpoints are
     trained with (`hidden_act: "gelu"`; encoders read from such checkpoints
     do), else with `hidden_act: "gelu_new"`, the tanh approximation keras-hub
-    builds. A keras-hub `BertTokenizer` lowercases with NFKC case folding
-    where `transformers` does not, so only an `HFBertTokenizer` (which every
-    encoder read from a Hugging Face checkpoint has) gives the same token ids
-    on full-width and other compatibility characters.
+    builds. A keras-hub `BertTokenizer` cleans and lowercases text otherwise
+    than `transformers` (NFKC case folding; spaces, control and zero-width
+    characters), so only an `HFBertTokenizer` (which every encoder read from a
+    Hugging Face checkpoint has) gives the same token ids on every text; with
+    the other, the export warns.
 
     The folder is written beside its final place and renamed into it, so an
     error leaves nothing half-written.

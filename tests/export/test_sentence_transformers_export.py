@@ -114,3 +114,31 @@ def test_refusals_name_the_problem_and_write_nothing(tiny_checkpoint, tmp_path, 
     folder = export_sentence_transformers(encoder, occupied, overwrite=True)
     assert "keep.txt" not in os.listdir(folder) and "model.safetensors" in os.listdir(folder)
     assert sorted(os.listdir(tmp_path)) == ["occupied"]
+
+
+def test_a_keras_hub_tokenizer_is_written_with_a_warning(tmp_path):
+    # keras-hub's BertTokenizer splits "ma\x00n" where transformers' drops the NUL (and
+    # cleans spaces, zero-width characters and case otherwise): the folder is written,
+    # and the export says that such text embeds otherwise there. An encoder read from a
+    # Hugging Face checkpoint (HFBertTokenizer) exports without a word.
+    import keras_hub
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "ma", "##n"]
+    encoder = SentenceEncoder(
+        keras_hub.models.BertBackbone(vocabulary_size=len(vocab), num_layers=1, num_heads=2,
+                                      hidden_dim=8, intermediate_dim=16, max_sequence_length=16),
+        keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True), max_length=16)
+    with pytest.warns(UserWarning, match="keras-hub's BertTokenizer.*other token ids"):
+        folder = export_sentence_transformers(encoder, tmp_path / "st")
+    assert "model.safetensors" in os.listdir(folder)
+    peer_ids = _peer(folder).tokenizer("the ma\x00n")["input_ids"]
+    assert [int(t) for t in encoder.tokenize(["the ma\x00n"])[0]] != peer_ids
+
+
+def test_an_hf_tokenizer_exports_without_a_warning(tiny_checkpoint, tmp_path):
+    import warnings
+
+    encoder = SentenceEncoder.from_checkpoint(tiny_checkpoint, max_length=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        export_sentence_transformers(encoder, tmp_path / "st")
