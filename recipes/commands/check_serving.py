@@ -24,7 +24,9 @@ def check_serving(env, export_dir, json_path):
 
     Lists each signature's inputs, outputs and op types, flags the ops that are
     not core TensorFlow (e.g. TensorFlow Text tokenisers) and the TensorFlow Text
-    version a server needs for them.
+    version a server needs for them; then loads the SavedModel as a server would
+    and runs each signature on a probe batch (finite, unit-length embeddings),
+    and fails when it cannot.
     """
     if json_path is not None:
         refuse_unwritable(json_path, "--json")
@@ -37,6 +39,17 @@ def check_serving(env, export_dir, json_path):
     except ValueError as error:  # a corrupt saved_model.pb, or one TF Serving cannot serve
         raise CliError(one_line(error)) from None
     env.log(format_audit(report))
+    from keras_cosent.export import probe_saved_model
+    from keras_cosent.export.serving_probe import probe_problems
+
+    report["probe"] = probe_saved_model(export_dir)
+    problems = probe_problems(report["probe"])
+    if not problems:
+        env.log("")
+        env.log(f"loaded the SavedModel and ran its {len(report['probe']['signatures'])} "
+                "signatures on a probe batch: finite, unit-length embeddings")
     if json_path is not None:
         write_json(json_path, report)
         env.note(f"audit written to {json_path}")
+    if problems:
+        raise CliError(f"{export_dir}: " + "; ".join(problems))

@@ -353,3 +353,24 @@ def test_a_keras_hub_tokenizer_splits_at_nul_in_the_graph_as_encode_does(tmp_pat
     served = tf.saved_model.load(str(tmp_path / "1")).signatures["serving_default"](
         sentences=tf.constant(texts))["embeddings"].numpy()
     np.testing.assert_allclose(served, encoder.encode(texts), atol=1e-5)
+
+
+@once_in("tensorflow", "the serving probe (a subprocess of its own, whatever the backend)")
+def test_the_probe_runs_every_signature_and_fails_a_model_that_does_not_load(served, tmp_path):
+    import shutil
+
+    from keras_cosent.export import probe_saved_model
+    from keras_cosent.export.serving_probe import probe_problems
+
+    probe = probe_saved_model(served["v1"])
+    assert probe["loaded"] and sorted(probe["signatures"]) == [
+        "encode_tokens", "serving_default", "similarity"]
+    assert probe_problems(probe) == []
+    assert probe["signatures"]["similarity"]["outputs"] == {"cosine": [2]}
+    # The op audit reads the graph alone: without its variables it still passes.
+    broken = tmp_path / "1"
+    shutil.copytree(served["v1"], broken)
+    shutil.rmtree(broken / "variables")
+    keras_cosent.export.audit_saved_model(str(broken))
+    (problem,) = probe_problems(probe_saved_model(str(broken)))
+    assert problem.startswith("the SavedModel does not load")

@@ -53,6 +53,20 @@ def test_export_then_check_serving(cli, trained_run, tmp_path):
     audit = json.loads((tmp_path / "audit.json").read_text())
     assert audit["signatures"]["encode_tokens"]["core_only"]
     assert not audit["signatures"]["serving_default"]["core_only"]
+    # Loaded as a server would and run: every signature answers.
+    assert "ran its 3 signatures on a probe batch" in result.stdout
+    assert audit["probe"]["loaded"] and all(
+        s["ok"] for s in audit["probe"]["signatures"].values())
+    assert audit["probe"]["signatures"]["serving_default"]["outputs"]["embeddings"][0] == 2
+
+    # The graph alone passes the op audit; without its variables no server loads it.
+    import shutil
+
+    broken = tmp_path / "broken" / "1"
+    shutil.copytree(version_dir, broken)
+    shutil.rmtree(broken / "variables")
+    result = cli("check-serving", broken)
+    assert_one_line_error(result, f"{broken}: the SavedModel does not load")
 
     result = cli("export", trained_run["output"], tmp_path / "base", "--no-string-signatures")
     assert result.exit_code == 0, result.output
