@@ -65,8 +65,9 @@ def _set_torch_generators(saved):
 
 @contextlib.contextmanager
 def _signals_deferred():
-    """Holds SIGINT and SIGTERM back until the block ends, then raises
-    KeyboardInterrupt for one that came: a backup is written whole, never cut
+    """Holds SIGINT and SIGTERM back until the block ends, then hands one that came
+    to the handler it had (Ctrl-C's raises KeyboardInterrupt; a default action is
+    taken, an ignored signal stays ignored): a backup is written whole, never cut
     short by Ctrl-C (outside the main thread, where no handler can be set, the
     block runs as it is)."""
     if threading.current_thread() is not threading.main_thread():

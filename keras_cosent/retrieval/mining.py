@@ -275,9 +275,12 @@ def mine_hard_negatives(
     for j, text in enumerate(doc_texts):
         if text in positive_texts:
             same_text[text].append(j)
-    known = [set(pos).union(*(same_text.get(doc_texts[p], ()) for p in pos))
-             for pos in positive_index]
-    max_pos = max((len(k) for k in known), default=0)
+
+    def known(pos):
+        # Made per query where it is needed, not held for every query at once.
+        return set(pos).union(*(same_text.get(doc_texts[p], ()) for p in pos))
+
+    max_pos = max((len(known(pos)) for pos in positive_index), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
     # A blank document is never a negative: it would teach the query only to
     # move away from the empty string's embedding. The search goes deeper by
@@ -302,7 +305,7 @@ def mine_hard_negatives(
             continue
         # Blank documents are off limits too, checked apart: not copied into
         # every query's set.
-        off_limits = known[qi] | ({own[qi]} if own[qi] is not None else set())
+        off_limits = known(pos) | ({own[qi]} if own[qi] is not None else set())
         retrieved = {int(j): float(s) for s, j in zip(scores[qi], indices[qi])}
         candidates = [
             (float(s), int(j)) for s, j in zip(scores[qi], indices[qi])
