@@ -366,6 +366,17 @@ def train(ctx, env, **options):
             param_hint="--batch-size",
         )
     check_head_objectives(options, losses, get_objective)
+    defaults = {p.name: p.default for p in ctx.command.params}
+    for name, what in (("scale", "the scale of CoSENT, AnglE and logistic margin ranking"),
+                       ("temperature", "the temperature of InfoNCE, SimCSE, NT-Xent and "
+                        "SupCon")):
+        # Every run carries both (a replayed command spells out their defaults): only
+        # another value, typed for a loss that takes none, is refused.
+        if (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+                and options[name] != defaults[name]
+                and not any(name in get_objective(loss).loss_option_names for loss in losses)):
+            raise click.BadParameter(f"sets {what}; --loss {options['loss']} has none",
+                                     param_hint="--" + name)
     for name, option, what in (
             ("margin", "margin", "the margin of the triplet and margin-ranking losses "
              "(--loss triplet, batch-hard-triplet or margin-ranking)"),

@@ -162,6 +162,19 @@ def test_margin_is_refused_where_the_loss_has_none(cli, tiny_checkpoint, small_t
     assert not (tmp_path / "run").exists()
 
 
+def test_scale_or_temperature_for_a_loss_without_it_is_refused(cli, tiny_checkpoint,
+                                                               small_train, tmp_path):
+    # Their defaults are in every run's replay command; another value typed for a loss
+    # that does not take it would be recorded and change nothing.
+    for loss, option, value in (("cosent", "--temperature", 0.1), ("infonce", "--scale", 30),
+                                ("cosine-mse", "--scale", 10)):
+        result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                     "--loss", loss, option, value, "--epochs", 1,
+                     "--output", tmp_path / "run")
+        assert_one_line_error(result, option, f"--loss {loss} has none")
+    assert not (tmp_path / "run").exists()
+
+
 def test_matryoshka_dims_are_trained_recorded_and_replayed(cli, tiny_checkpoint, small_train,
                                                            tmp_path, monkeypatch):
     import keras_cosent.training.builder as builder
