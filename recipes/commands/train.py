@@ -366,14 +366,12 @@ def train(ctx, env, **options):
             param_hint="--batch-size",
         )
     check_head_objectives(options, losses, get_objective)
-    defaults = {p.name: p.default for p in ctx.command.params}
     for name, what in (("scale", "the scale of CoSENT, AnglE and logistic margin ranking"),
                        ("temperature", "the temperature of InfoNCE, SimCSE, NT-Xent and "
                         "SupCon")):
-        # Every run carries both (a replayed command spells out their defaults): only
-        # another value, typed for a loss that takes none, is refused.
-        if (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-                and options[name] != defaults[name]
+        # Every run carries both: only another value, typed for a loss that takes
+        # none, is refused.
+        if (_typed_otherwise(ctx, options, name)
                 and not any(name in get_objective(loss).loss_option_names for loss in losses)):
             raise click.BadParameter(f"sets {what}; --loss {options['loss']} has none",
                                      param_hint="--" + name)
@@ -480,6 +478,15 @@ def check_recipe_requires(options):
             )
 
 
+def _typed_otherwise(ctx, options, name):
+    """Whether option `name` was typed on the command line with a value other than its
+    default: the stored replay command spells every option out, defaults included,
+    and those are no choice of the user's."""
+    default = next(p.default for p in ctx.command.params if p.name == name)
+    return (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+            and options.get(name) != default)
+
+
 def check_head_objectives(options, losses, get_objective):
     """Refuses, before any training, what an objective that trains a head on the pair
     embeddings (`wrap_model`: sbert-softmax) cannot run with: options that act on a
@@ -519,12 +526,9 @@ def check_combinations(ctx, options):
             param_hint="--dev-retrieval-holdout",
         )
     if options["train_retrieval"] is None:
-        defaults = {p.name: p.default for p in ctx.command.params}
         for name in ("train_retrieval_split", "mine_negatives", "mine_relative_margin",
                      "mine_fill"):
-            # The stored replay command spells every option out, defaults included.
-            if (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-                    and options[name] != defaults[name]):
+            if _typed_otherwise(ctx, options, name):
                 flag = "--" + name.replace("_", "-")
                 raise click.BadParameter(
                     "applies to --train-retrieval only (mining hard negatives for it)",
@@ -533,10 +537,8 @@ def check_combinations(ctx, options):
     formats = options["format"] if isinstance(options["format"], list) else [options["format"]]
     if options["train_retrieval"] is None and not any(
             f in COLUMN_FORMATS for f in formats + [options["eval_format"]]):
-        defaults = {p.name: p.default for p in ctx.command.params}
         for name in ("text_columns", "label_column", "eval_text_columns", "eval_label_column"):
-            if (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-                    and options.get(name) != defaults[name]):
+            if _typed_otherwise(ctx, options, name):
                 raise click.BadParameter(
                     f"names columns of --format {', '.join(COLUMN_FORMATS)}; --format "
                     f"{', '.join(dict.fromkeys(formats))} has fixed columns",
