@@ -95,7 +95,8 @@ def _write_replacing(path, write):
     """`write(temporary)` beside `path`, then renamed to it: `path` is the old file
     or the whole new one, never a part."""
     directory, name = os.path.split(path)
-    # Keras saves weights only to names ending in ".weights.h5".
+    # The name's own ending kept: Keras saves weights only to names ending in
+    # ".weights.h5", np.savez appends ".npz" to others.
     temporary = os.path.join(directory, f".partial-{name}")
     write(temporary)
     os.replace(temporary, path)
@@ -283,9 +284,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         for index, callback in enumerate(self.stateful):
             states.update({f"c{index}.{key}": value
                            for key, value in callback.get_state().items()})
-        partial = path + ".partial.npz"
-        np.savez(partial, **states)
-        os.replace(partial, path)
+        _write_replacing(path, lambda temporary: np.savez(temporary, **states))
         # The previous epoch's states stay for Keras' previous-epoch fallback.
         stale = self._seed_path(epoch - 1)
         if os.path.exists(stale):
