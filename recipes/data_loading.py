@@ -22,6 +22,8 @@ from recipes.retrieval_folders import retrieval_split
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
 DEMO_TRAIN = DATA_DIR / "demo-train.tsv"
 DEMO_DEV = DATA_DIR / "demo-dev.tsv"
+# Formats whose rows carry no score, so there is nothing to correlate with.
+UNSCORED_FORMATS = ("text-lines", "triplets-jsonl")
 DEMO_FORMAT = "pair-tsv"
 
 
@@ -36,9 +38,9 @@ def _read(path, format, text_columns, label_column, **options):
 def read_scored_pairs(path, format, text_columns=("sentence1", "sentence2"),
                       label_column="score", option="--dev"):
     """A 2-column `PairDataset` with a label per row, for evaluation."""
-    if format == "text-lines":
+    if format in UNSCORED_FORMATS:
         raise CliError(
-            f"{option} {path}: format text-lines has no scores to evaluate against; "
+            f"{option} {path}: format {format} has no scores to evaluate against; "
             "give a scored file and its format (--eval-format for train)"
         )
     if format in COLUMN_FORMATS and label_column is None:

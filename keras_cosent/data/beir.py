@@ -14,6 +14,7 @@ import re
 import warnings
 
 from keras_cosent.data.data_format_error import DataFormatError
+from keras_cosent.data.json_lines import parse_json_object
 from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.utils.arguments import is_int
 
@@ -104,25 +105,9 @@ def _json_objects(path):
     for line_number, line in _text_lines(path):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(
-                path, line_number, f"malformed JSON: {error.msg} (column {error.colno})"
-            ) from None
-        if not isinstance(row, dict):
-            raise DataFormatError(path, line_number, f"expected a JSON object, got {row!r:.60}")
-        if "\\u" in line:
-            # An escaped lone surrogate ("\udc80") parses, but is no character:
-            # as an invalid UTF-8 byte, it is refused here rather than when the
-            # text is written (mined rows) or fails somewhere further on.
-            try:
-                json.dumps(row, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError as error:
-                raise DataFormatError(
-                    path, line_number, f"lone surrogate {error.object[error.start]!r} "
-                    "escaped in a string: not a Unicode character (half of a pair?)"
-                ) from None
+        row, reason = parse_json_object(line)
+        if reason:
+            raise DataFormatError(path, line_number, reason)
         yield line_number, row
 
 
@@ -253,6 +238,12 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
         # Not int() alone: it reads `1_0` as 10 and digits of other scripts.
         if not _INTEGER.fullmatch(score):
             raise DataFormatError(qrels_path, line_number, f"score {score!r} is not an integer")
+        # Bounded before int(), which refuses more than 4300 digits with a ValueError.
+        if len(score.lstrip("+-").lstrip("0")) > 9:
+            raise DataFormatError(
+                qrels_path, line_number,
+                f"score {score!r:.40} is out of range for a relevance grade (|score| < 10**9)"
+            )
         value = int(score)
         judged = qrels.setdefault(qid, {})
         if did in judged:

@@ -10,15 +10,16 @@ format names the `keras-cosent` CLI uses.
 
 import csv
 import io
-import json
 import math
 import os
 import re
+import sys
 import warnings
 
 import numpy as np
 
 from keras_cosent.data.data_format_error import DataFormatError
+from keras_cosent.data.json_lines import parse_json_object
 from keras_cosent.data.pair_dataset import PairDataset
 
 NLI_ORDINAL_LABELS = {"entailment": 2, "neutral": 1, "contradiction": 0}
@@ -77,6 +78,7 @@ _LONE_CR_PROBLEM = ("a carriage return (\\r) ends this line without \\n (an old 
                    "ending?); convert the line endings to \\n")
 # A decimal number as a data file writes it: no `1_0` (10 to float()), no digits
 # of other scripts, no hex.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
@@ -119,7 +121,10 @@ def _parse_label(value, name="score"):
     if isinstance(value, bool):
         return None, f"{name} {value!r} is not a number"
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # a JSON integer of hundreds of digits
+            return None, f"{name} {value!r:.40} is too large for a float32 label"
     else:
         text = str(value).strip()
         special = text.lower().lstrip("+-") in ("nan", "inf", "infinity")  # refused below
@@ -128,6 +133,9 @@ def _parse_label(value, name="score"):
         number = float(text)
     if not math.isfinite(number):
         return None, f"{name} {value!r} is not a finite number"
+    if abs(number) > _FLOAT32_MAX:
+        # Labels are stored as float32: 1e39 would become inf there.
+        return None, f"{name} {value!r:.40} is too large for a float32 label (max {_FLOAT32_MAX:.4g})"
     return number, None
 
 
@@ -245,15 +253,22 @@ def _header_records(path, delimiter):
     """Yields `(line_number, header, fields)` for a CSV (quoted) or TSV (unquoted)."""
     if delimiter == ",":
         reader = csv.reader(io.StringIO(_read_text(path), newline=""), strict=True)
-        previous_end = 0
+        records, previous_end = [], 0
+        # The csv module refuses fields over 128 KiB by default, a limit that is
+        # process-wide: lifted while this file is parsed (it is in memory
+        # already), restored before any record is handed out.
+        limit = csv.field_size_limit(sys.maxsize)
         try:
             for fields in reader:
                 # A quoted field may span lines: report where the record starts.
                 start, previous_end = previous_end + 1, reader.line_num
                 if any(field.strip() for field in fields):
-                    yield start, fields
+                    records.append((start, fields))
         except csv.Error as e:
             raise DataFormatError(path, reader.line_num, f"malformed CSV: {e}") from None
+        finally:
+            csv.field_size_limit(limit)
+        yield from records
     else:
         # TSV is read without quoting, like the STS files: quotes are text.
         for number, line in _lines(path):
@@ -404,13 +419,9 @@ def _json_objects(path, bad):
             raise DataFormatError(
                 path, 1, "looks like a JSON array; expected JSON lines (one object per line)"
             )
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            bad.report(number, f"invalid JSON: {e.msg} at column {e.colno}")
-            continue
-        if not isinstance(record, dict):
-            bad.report(number, f"expected a JSON object, found {type(record).__name__}")
+        record, reason = parse_json_object(line)
+        if reason:
+            bad.report(number, reason)
             continue
         yield number, record
 
@@ -436,8 +447,11 @@ def _json_records(path, bad, wanted):
 def read_nli_jsonl(path, mode="ordinal", on_bad_rows="raise"):
     """Reads OCNLI/SNLI-style JSON lines (`sentence1`, `sentence2`, `label`).
 
-    Rows whose label is `"-"`, empty or missing have no gold label: they are
-    dropped and counted in `PairDataset.dropped`, not treated as errors.
+    The label is read from `label` (OCNLI), or from `gold_label` in rows that
+    have no `label` key (SNLI and MultiNLI as distributed). Rows whose label is
+    `"-"`, empty or null have no gold label: they are dropped and counted in
+    `PairDataset.dropped`, not treated as errors. A row with neither key is
+    malformed.
 
     Args:
         path: the file.
@@ -450,7 +464,7 @@ def read_nli_jsonl(path, mode="ordinal", on_bad_rows="raise"):
             are used, one triplet per entailed hypothesis, its contradiction
             taken in turn from that premise's contradictions.
         on_bad_rows: `"raise"` (default) or `"skip"` malformed rows (invalid
-            JSON, missing or empty sentences, unknown label).
+            JSON, missing or empty sentences, a missing or unknown label).
 
     Returns:
         A `PairDataset`: 2 columns with int32 labels, or 3 columns without labels.
@@ -477,7 +491,11 @@ def read_nli_jsonl(path, mode="ordinal", on_bad_rows="raise"):
     premises, hypotheses, labels = [], [], []
     dropped = 0
     for number, record in _json_objects(path, bad):
-        label = record.get("label")
+        key = "label" if "label" in record or "gold_label" not in record else "gold_label"
+        if key not in record:
+            bad.report(number, f"no 'label' (or 'gold_label') key; keys: {sorted(record)}")
+            continue
+        label = record[key]
         if label is None or (isinstance(label, str) and label.strip() in ("", "-")):
             dropped += 1
             continue

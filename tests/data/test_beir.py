@@ -53,7 +53,7 @@ def test_title_joined_and_unrelevant_query_skipped(tmp_path):
         ({"corpus": ['{"_id": "d1", "text": "a"}', '{"_id": "d1", "text": "b"}']},
          "corpus.jsonl", 2, "duplicate `_id` 'd1'"),
         ({"queries": ['{"_id": "q1", "text": "a"}', '{"_id": "q2", "text": ']},
-         "queries.jsonl", 2, r"malformed JSON: Expecting value \(column 23\)"),
+         "queries.jsonl", 2, r"invalid JSON: Expecting value \(column 23\)"),
         ({"qrels": ["query\tdoc\tscore", "q1\td1\t1"]}, "test.tsv", 1, "header"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1", "q9\td1\t1"]},
          "test.tsv", 3, "unknown query id 'q9'"),
@@ -69,6 +69,11 @@ def test_title_joined_and_unrelevant_query_skipped(tmp_path):
         # int() reads it as 10.
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t1_0"]},
          "test.tsv", 2, "score '1_0' is not an integer"),
+        # int() refuses more than 4300 digits with a bare ValueError.
+        ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1\t" + "1" * 5000]},
+         "test.tsv", 2, "score '1111.* is out of range for a relevance grade"),
+        ({"queries": ['{"_id": "q1", "text": "a", "n": 1' + "0" * 5000 + "}"]},
+         "queries.jsonl", 1, "invalid JSON: Exceeds the limit"),
         # str() made the ids 'None' and 'True' of them.
         ({"corpus": ['{"_id": "d1", "text": "a"}', '{"_id": null, "text": "b"}']},
          "corpus.jsonl", 2, "`_id` should be a string or an integer, got None"),
@@ -110,7 +115,7 @@ def test_bom_and_crlf_read_as_plain_utf8_and_only_newline_ends_a_line(tmp_path):
     # JSON forbids) is reported on the line that `sed -n 3p` shows, not as a split row.
     with open(folder / "corpus.jsonl", "ab") as f:
         f.write('{"_id": "d3", "text": "a\u2028b"}\n{"_id": "d4", "text": "a\rb"}\n'.encode())
-    with pytest.raises(DataFormatError, match="malformed JSON: Invalid control") as info:
+    with pytest.raises(DataFormatError, match="invalid JSON: Invalid control") as info:
         read_beir(folder, "test")
     assert info.value.line == 4
     with open(folder / "corpus.jsonl", "rb+") as f:

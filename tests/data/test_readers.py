@@ -130,6 +130,32 @@ def test_read_columns_csv_line_number_of_multiline_record(tmp_path):
         read_columns(path, ["s1", "s2"], label_column="score")
 
 
+def test_read_columns_csv_field_over_the_csv_module_default_limit(tmp_path):
+    # Valid CSV whose text field exceeds csv's default 131072-character limit;
+    # the process-wide limit is as it was afterwards.
+    import csv
+    long_text = "word " * 30000 + "end"
+    path = _write(tmp_path, "x.csv", f's1,s2,score\n"{long_text}",b,1\n')
+    before = csv.field_size_limit()
+    assert read_columns(path, ["s1", "s2"], label_column="score").pairs == [(long_text, "b")]
+    assert csv.field_size_limit() == before
+
+
+@pytest.mark.parametrize("line,reason", [
+    # Parses, but half of a UTF-16 pair is no character: tokenizing it fails later.
+    ('{"a": "x\\udc80", "b": "y", "s": 1}', r"lone surrogate '\\udc80' escaped in a string"),
+    ('{"a": "x", "b": "y", "s": 1e39}', "label 's' 1e\\+39 is too large for a float32 label"),
+    # float() of this int overflows; json.loads refuses one of more than 4300 digits.
+    ('{"a": "x", "b": "y", "s": 1' + "0" * 400 + "}", "label 's' 1000.* is too large"),
+    ('{"a": "x", "b": "y", "s": 1' + "0" * 5000 + "}", "invalid JSON: Exceeds the limit"),
+])
+def test_read_columns_jsonl_values_json_accepts_but_a_label_or_text_cannot_be(
+        tmp_path, line, reason):
+    path = _write(tmp_path, "x.jsonl", '{"a": "p", "b": "q", "s": 2}\n' + line + "\n")
+    with pytest.raises(DataFormatError, match=rf"x\.jsonl:2: {reason}"):
+        read_columns(path, ["a", "b"], label_column="s")
+
+
 def test_read_columns_tsv_and_jsonl(tmp_path):
     tsv = _write(tmp_path, "x.tsv", 'a\tb\n"q"\tr\n')
     assert read_columns(tsv, ["b", "a"]).pairs == [("r", '"q"')]
@@ -217,7 +243,7 @@ def test_nli_ordinal_and_triplets_small(tmp_path):
         ("p3", "c3", "contradiction"), ("p4", "e4", "entailment"), ("p4", "c4", "contradiction"),
     ]
     lines = [json.dumps({"sentence1": a, "sentence2": b, "label": c}) for a, b, c in rows]
-    lines.append(json.dumps({"sentence1": "p5", "sentence2": "y"}))  # no gold label
+    lines.append(json.dumps({"sentence1": "p5", "sentence2": "y", "label": None}))  # no gold
     path = _write(tmp_path, "nli.json", "\n".join(lines) + "\n")
     ds = read_nli_jsonl(path)
     assert ds.labels.tolist() == [2, 0, 1, 2, 2, 0, 2, 0] and ds.dropped == 2
@@ -227,6 +253,20 @@ def test_nli_ordinal_and_triplets_small(tmp_path):
     with pytest.raises(ValueError, match="`mode`"):
         read_nli_jsonl(path, mode="pairs")
 
+
+
+def test_nli_reads_snli_gold_label(tmp_path):
+    # SNLI/MultiNLI ship `gold_label` (with `-` where annotators disagreed) and no `label`.
+    rows = [("a", "b", "entailment"), ("a", "c", "-"), ("d", "e", "contradiction")]
+    lines = [json.dumps({"annotator_labels": [g], "gold_label": g, "pairID": str(i),
+                         "sentence1": a, "sentence2": b})
+             for i, (a, b, g) in enumerate(rows)]
+    # `label` wins where a row has both.
+    lines.append(json.dumps({"sentence1": "f", "sentence2": "g", "label": "neutral",
+                             "gold_label": "entailment"}))
+    ds = read_nli_jsonl(_write(tmp_path, "snli.jsonl", "\n".join(lines) + "\n"))
+    assert ds.columns == [["a", "d", "f"], ["b", "e", "g"]]
+    assert ds.labels.tolist() == [2, 0, 1] and ds.dropped == 1
 
 
 def test_nli_triplets_from_rows_that_never_make_one_say_so(tmp_path):
@@ -288,6 +328,9 @@ STS_OK = "g\tf\t2012\t1\t3.0\ta\tb\n"
     (read_pair_tsv, "a\t\t1", "sentence2 is empty"),
     (read_pair_tsv, "a\tb\tfive", "label 'five' is not a number"),
     (read_pair_tsv, "a\tb\t0x10", "label '0x10' is not a number"),
+    # Finite as a Python float, inf once stored as the float32 label.
+    (read_pair_tsv, "a\tb\t1e39", "label '1e39' is too large for a float32 label"),
+    (read_pair_tsv, "a\tb\t-3.5e38", "label '-3.5e38' is too large for a float32 label"),
 ])
 def test_bad_row_names_file_and_line(tmp_path, reader, bad_line, reason):
     good = STS_OK if reader is read_sts_benchmark else "a\tb\t1\n"
@@ -307,6 +350,9 @@ def test_bad_row_names_file_and_line(tmp_path, reader, bad_line, reason):
     ('{"sentence1": "a", "sentence2": 3, "label": "neutral"}', "sentence2 should be a string"),
     ('{"sentence1": "", "sentence2": "b", "label": "neutral"}', "sentence1 is empty"),
     ('{"sentence1": "a", "label": "neutral"}', r"missing key\(s\) \['sentence2'\]"),
+    # A misspelt label key drops nothing silently: the row is malformed.
+    ('{"sentence1": "a", "sentence2": "b", "lable": "neutral"}',
+     r"no 'label' \(or 'gold_label'\) key; keys: \['lable', 'sentence1', 'sentence2'\]"),
 ])
 def test_nli_bad_rows(tmp_path, line, reason):
     good = '{"sentence1": "a", "sentence2": "b", "label": "neutral"}\n'

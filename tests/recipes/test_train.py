@@ -186,6 +186,14 @@ def test_dev_file_without_scores(cli, small_train, tmp_path):
                  "--output", tmp_path / "run")
     assert_one_line_error(result, "--dev", "text-lines")
     assert not (tmp_path / "run").exists()
+    # (query, positive) rows have two text columns but no score either.
+    triplets = tmp_path / "t.jsonl"
+    triplets.write_text('{"query": "one", "positive": "two"}\n'
+                        '{"query": "three", "positive": "four"}\n')
+    result = cli("train", "--train", small_train, "--dev", triplets,
+                 "--eval-format", "triplets-jsonl", "--output", tmp_path / "run")
+    assert_one_line_error(result, "--dev", "format triplets-jsonl has no scores")
+    assert not (tmp_path / "run").exists()
 
 
 def test_output_holding_other_files_is_refused(cli, small_train, tmp_path):
