@@ -77,7 +77,8 @@ def ranking_loss_from_similarity(y_true, similarity, scale=20.0, loss_name="CoSE
 
     Returns `log(1 + sum_{a, b: label_a > label_b} exp(scale * (s_b - s_a)))`
     as a float32 scalar. Pairs with equal labels are not compared, so a batch
-    without any ordered pair gives exactly 0.
+    without any ordered pair (an empty one too) gives exactly 0; a NaN label
+    (a missing score) gives NaN.
 
     The double sum factors as `sum_a exp(-scale * s_a) * sum_{b: label_b <
     label_a} exp(scale * s_b)`: with the batch sorted by label, the inner sum
@@ -111,6 +112,10 @@ def ranking_loss_from_similarity(y_true, similarity, scale=20.0, loss_name="CoSE
     scale = check_positive_float("scale", scale)
     similarity = ops.cast(similarity, "float32")
     labels = ops.cast(flat_labels(y_true, similarity, loss_name), "float32")
+    # Sorting places a NaN label differently on each backend (first, last, or
+    # nowhere), so the loss would be a finite number that depends on the
+    # backend; like the other losses that read labels, it is NaN instead.
+    unlabelled = ops.any(ops.isnan(labels))
     order = ops.argsort(labels)
     labels = ops.take(labels, order)
     scaled = ops.take(similarity, order) * scale
@@ -125,7 +130,8 @@ def ranking_loss_from_similarity(y_true, similarity, scale=20.0, loss_name="CoSE
         axis=0,
     )
     # terms[a] = log(sum_{b below a} exp(scale * (s_b - s_a))).
-    return _log1p_sum_exp(ops.take(prefix, below) - scaled)
+    loss = _log1p_sum_exp(ops.take(prefix, below) - scaled)
+    return ops.where(unlabelled, float("nan"), loss)
 
 
 def _log1p_sum_exp(terms):
@@ -138,7 +144,10 @@ def _log1p_sum_exp(terms):
     -inf, so no NaN reaches the gradient. The shift cancels out, so it needs
     no gradient.
     """
-    shift = ops.stop_gradient(ops.maximum(ops.max(terms), 0.0))
+    # max over the terms and 0: an empty batch has no term (and its loss is 0).
+    shift = ops.stop_gradient(
+        ops.max(ops.concatenate([terms, ops.zeros((1,), dtype=terms.dtype)], axis=0))
+    )
     rest = ops.sum(ops.exp(terms - shift))
     return shift + ops.log1p(ops.expm1(-shift) + rest)
 
@@ -174,11 +183,11 @@ class CoSENTLoss(LabelsCheckedLoss):
     trains on binary labels, float STS scores (0 to 5) and NLI classes coded as
     integers with entailment > neutral > contradiction (e.g. 2, 1, 0). Pairs
     with equal labels are not compared; a batch in which all labels are equal
-    gives a loss of exactly 0. The sum runs over all ordered couples of pairs
+    gives a loss of exactly 0, and a NaN label (a missing score) gives NaN. The sum runs over all ordered couples of pairs
     but is computed without the `batch**2` matrix: sorted by label, it is a
     cumulative log-sum-exp (see `ranking_loss_from_similarity`), in
-    O(batch log batch) time and memory, in float32, finite for any scale and
-    under `mixed_float16`, so batches of tens of thousands of pairs fit.
+    O(batch log batch) time and memory, in float32, finite for any scale
+    (up to float32's maximum) and under `mixed_float16`, so batches of tens of thousands of pairs fit.
 
     The loss is one value per batch (the couples mix examples), so
     `sample_weight` can only rescale it as a whole.

@@ -96,8 +96,13 @@ def _correlation_from_moments(m2_x, m2_y, c_xy, constant):
     # exactly 0 in float32 (the running mean is rounded), and the ratio of
     # those rounding residues is arbitrary: `constant` comes from the side's
     # smallest and largest values instead.
+    # NaN or inf among the values makes the moments NaN: that stays NaN even
+    # when the other side is constant, as in `spearman_correlation`, so that a
+    # diverged model's scores never read as a correlation of 0.
     r = ops.divide_no_nan(c_xy, ops.sqrt(m2_x) * ops.sqrt(m2_y))
-    return ops.where(constant, 0.0, ops.clip(r, -1.0, 1.0))
+    r = ops.where(constant, 0.0, ops.clip(r, -1.0, 1.0))
+    broken = ops.logical_or(ops.isnan(c_xy), ops.logical_or(ops.isnan(m2_x), ops.isnan(m2_y)))
+    return ops.where(broken, float("nan"), r)
 
 
 def _is_constant(low_x, high_x, low_y, high_y):
@@ -115,7 +120,8 @@ def pearson_correlation(x, y, mask=None):
 
     Returns:
         A float32 scalar tensor in [-1, 1]; 0 when fewer than two rows are left
-        or one side is constant (where SciPy would return NaN).
+        or one side is constant (where SciPy would return NaN); NaN when a
+        value is NaN or inf, constant side or not.
 
     Example:
 
@@ -172,7 +178,7 @@ class PearsonCorrelation(keras.metrics.Metric):
 
     Returns:
         `result()` is a scalar in [-1, 1]; 0 before two rows are seen or when a
-        side is constant.
+        side is constant; NaN once a NaN or inf value has been seen.
 
     Example:
 

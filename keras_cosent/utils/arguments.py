@@ -46,11 +46,23 @@ def check_bool(name, value, allow_none=False):
     raise ValueError(f"`{name}` should be {expected}. Received: `{name}`={value!r}")
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def check_positive_float(name, value):
-    """Returns `value` as a float, or raises if it is not a finite number > 0."""
+    """Returns `value` as a float, or raises if it is not a number > 0 finite in float32.
+
+    Every such argument (a scale, a temperature, a learning rate) ends up in a
+    float32 computation, where a value above float32's maximum is inf.
+    """
     if not is_number(value) or not math.isfinite(value) or value <= 0:
         raise ValueError(
             f"`{name}` should be a positive float. Received: `{name}`={value!r}"
+        )
+    if value > _FLOAT32_MAX:
+        raise ValueError(
+            f"`{name}` should be a positive float at most float32's maximum "
+            f"{_FLOAT32_MAX:.4g} (it is computed in float32). Received: `{name}`={value!r}"
         )
     return float(value)
 

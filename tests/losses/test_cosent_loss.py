@@ -79,6 +79,23 @@ def test_all_equal_labels_give_exactly_zero_and_zero_gradient():
     assert np.all(grad == 0.0)
 
 
+def test_empty_batch_gives_exactly_zero():
+    # No pair, so no ordered couple: 0, as for equal labels (not an error on a max of nothing).
+    empty = np.zeros((0, 2, 4), "float32")
+    for loss in (CoSENTLoss(), keras_cosent.losses.AnglELoss()):
+        assert float(loss(np.zeros((0,), "float32"), empty)) == 0.0
+
+
+@pytest.mark.parametrize("labels", [[2.0, np.nan, 1.0, 0.0], [0.0, np.nan, 1.0, 2.0]])
+def test_nan_label_gives_nan_on_every_backend(labels):
+    # Sorting put the NaN first, last or nowhere depending on the backend, so a
+    # missing score gave a finite loss that differed between backends.
+    pairs = np.random.default_rng(0).normal(size=(4, 2, 4)).astype("float32")
+    labels = np.asarray(labels, "float32")
+    for loss in (CoSENTLoss(), keras_cosent.losses.AnglELoss()):
+        assert np.isnan(float(loss(labels, pairs)))
+
+
 def test_ties_are_ignored():
     labels = np.array([1.0, 1.0, 0.0], "float32")
     cosines = np.array([0.2, 0.9, 0.5], "float32")
@@ -136,7 +153,8 @@ def test_float16_inputs_match_float32():
     np.testing.assert_allclose(got, expected, rtol=1e-3)
 
 
-@pytest.mark.parametrize("scale", [0, -1.0, float("nan"), float("inf"), "20", True, None])
+@pytest.mark.parametrize("scale", [0, -1.0, float("nan"), float("inf"), "20", True, None,
+                                   1e39])  # inf in float32, where the loss is computed
 def test_bad_scale_is_rejected_with_its_value(scale):
     with pytest.raises(ValueError, match=re.escape(f"`scale`={scale!r}")):
         CoSENTLoss(scale=scale)

@@ -67,6 +67,22 @@ def test_function_degenerate_inputs_give_zero():
     assert float(pearson_correlation([], [])) == 0.0
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_inf_value_gives_nan_even_beside_a_constant_side(bad):
+    # As SpearmanCorrelation does: a diverged model's scores never read as 0.
+    gold = np.full(4, 3.0, "float32")
+    scores = np.array([0.1, bad, 0.3, 0.4], "float32")
+    for y, p in ((gold, scores), (scores, gold), (gold + np.arange(4, dtype="float32"), scores)):
+        assert np.isnan(float(pearson_correlation(y, p)))
+        metric = PearsonCorrelation()
+        metric.update_state(y[:2], p[:2])
+        metric.update_state(y[2:], p[2:])
+        assert np.isnan(float(metric.result()))
+        spearman = SpearmanCorrelation()
+        spearman.update_state(y, p)
+        assert np.isnan(float(spearman.result()))
+
+
 def test_evaluate_matches_scipy_on_stsb_dev_unlike_keras_metric(stsb_dev_scores):
     scores = stsb_dev_scores
     emb = noisy_pair_embeddings(scores, seed=4)
