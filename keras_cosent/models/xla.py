@@ -5,7 +5,6 @@ import sys
 import warnings
 
 import keras
-import keras_hub
 
 # Below this share of Linux's memory-map limit left, new models compile without XLA.
 MAP_RESERVE = 0.1
@@ -98,9 +97,12 @@ def _user_stacklevel():
     calls, at depths that differ: the warning points at the first frame outside
     keras-cosent, Keras and keras-hub, the line that started it.
     """
+    # keras-hub only where it is loaded (then its frames can be on the stack):
+    # importing it here would load it, and TensorFlow, on every backend.
+    loaded = [module.__file__ for module in (keras, sys.modules.get("keras_hub")) if module]
     packages = tuple(
         os.path.dirname(os.path.abspath(path)) + os.sep
-        for path in (os.path.dirname(__file__), keras.__file__, keras_hub.__file__)
+        for path in (os.path.dirname(__file__), *loaded)
     )
     frame, level = sys._getframe(1), 1  # the caller of warnings.warn is level 1
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
