@@ -5,11 +5,11 @@ With a `keras_cosent.losses.MultiTaskLoss`, every batch belongs to one task;
 task's batches only) next to Keras' `loss`, the mean over all batches.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.models import compile_config
 from keras_cosent.models.siamese_encoder import SiameseEncoder
 
 
@@ -44,10 +44,19 @@ class MultiTaskEncoder(SiameseEncoder):
                 "MultiTaskEncoder should be compiled with a keras_cosent.losses.MultiTaskLoss. "
                 f"Received: `loss`={self.loss!r}"
             )
-        self.task_trackers = [keras.metrics.Mean(name=f"loss_{name}") for name in self.loss.names]
+        self._task_trackers = compile_config.loss_trackers(self.loss.names)
+
+    @property
+    def task_trackers(self):
+        """The `loss_<task>` trackers, one per task of the `MultiTaskLoss`."""
+        return compile_config.tracked_items(self, "_task_trackers")
+
+    @property
+    def metrics(self):
+        return super().metrics + self.task_trackers
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        trackers = getattr(self, "task_trackers", [])
+        trackers = self.task_trackers
         if trackers:
             # Over the gathered global batch, as the loss itself (see SiameseEncoder).
             value = distributed.replica_value(lambda: self.loss.call(

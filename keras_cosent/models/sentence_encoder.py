@@ -23,6 +23,7 @@ from keras_cosent.layers.l2_normalization import L2Normalization
 from keras_cosent.layers.pooling import POOLING_LAYERS
 from keras_cosent.layers.pooling import get_pooling
 from keras_cosent.models import checkpoints
+from keras_cosent.models import compile_config
 from keras_cosent.models import inference_batches
 from keras_cosent.models import sentence_preprocessing
 from keras_cosent.models import sequence_packing
@@ -182,8 +183,14 @@ class SentenceEncoder(keras.Model):
         See `keras_cosent.models.xla.resolve_jit_compile`; pass
         `jit_compile=False` to opt out.
         """
-        jit_compile = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
-        super().compile(*args, jit_compile=jit_compile, **kwargs)
+        resolved = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
+        super().compile(*args, jit_compile=resolved, **kwargs)
+        compile_config.record_jit_compile(self, jit_compile)
+
+    def compile_from_config(self, config):
+        """Compiles the model loaded from a `.keras` file as it was saved (see
+        `keras_cosent.models.compile_config`)."""
+        compile_config.compile_from_config(self, config)
 
     def call(self, inputs, training=None, mask=None):
         if isinstance(inputs, dict):

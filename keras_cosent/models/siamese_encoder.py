@@ -18,6 +18,7 @@ from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.data.packing import PACKED_KEYS
 from keras_cosent.data.packing import PER_SENTENCE_KEYS
+from keras_cosent.models import compile_config
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
 
@@ -84,13 +85,28 @@ class SiameseEncoder(keras.Model):
         padded to a multiple of 8 keep the number of compiled shapes small.
         Pass `jit_compile=False` to opt out.
         """
-        jit_compile = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
-        super().compile(*args, jit_compile=jit_compile, **kwargs)
+        resolved = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
+        super().compile(*args, jit_compile=resolved, **kwargs)
+        compile_config.record_jit_compile(self, jit_compile)
         # A JointLoss logs each term next to the total, as `loss_<name>`.
         terms = getattr(self.loss, "terms", None)
         names = getattr(self.loss, "names", ()) if callable(terms) else ()
-        self.term_trackers = [keras.metrics.Mean(name=f"loss_{name}") for name in names]
+        self._term_trackers = compile_config.loss_trackers(names)
         distributed.prepare_model(self)
+
+    @property
+    def term_trackers(self):
+        """The `loss_<name>` trackers of a `JointLoss`'s terms (empty for other losses)."""
+        return compile_config.tracked_items(self, "_term_trackers")
+
+    @property
+    def metrics(self):
+        return super().metrics + self.term_trackers
+
+    def compile_from_config(self, config):
+        """Compiles the model loaded from a `.keras` file as it was saved (see
+        `keras_cosent.models.compile_config`)."""
+        compile_config.compile_from_config(self, config)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The loss over the global batch, when a batch is split over devices.
@@ -115,7 +131,7 @@ class SiameseEncoder(keras.Model):
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        trackers = getattr(self, "term_trackers", [])
+        trackers = self.term_trackers
         if trackers:
             # Weighted as the loss is, so that the weighted terms sum to it.
             weight = None if sample_weight is None else distributed.gather_global(sample_weight)

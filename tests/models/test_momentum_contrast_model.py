@@ -119,8 +119,11 @@ def test_queue_and_momentum_weights_survive_a_keras_file(tmp_path):
         model.train_on_batch(_batch(batch, step), np.arange(batch))
     path = tmp_path / "momentum.keras"
     model.save(path)
-    restored = keras.saving.load_model(path, compile=False)
+    restored = keras.saving.load_model(path)
     assert isinstance(restored, MomentumContrastModel)
+    # Compiled again as saved (its `compile` checks the loss), optimizer state included.
+    assert restored.loss.get_config() == model.loss.get_config()
+    assert int(_numpy(restored.optimizer.iterations)) == 2
     assert (restored.queue_size, restored.momentum) == (5, 0.8)
     for name in ("queue", "queue_pointer", "queue_count"):
         np.testing.assert_array_equal(_numpy(getattr(restored, name)), _numpy(getattr(model, name)))

@@ -1,5 +1,7 @@
 """SiameseEncoder: column folding against per-column encoder calls, saving, a fit step."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -67,6 +69,46 @@ def test_save_and_load(tmp_path, tiny_encoder):
     )
     config = model.get_config()
     assert isinstance(SiameseEncoder.from_config(config).encoder, SentenceEncoder)
+
+
+def _compiled_models():
+    # Each overrides `compile`, which Keras alone does not redo on loading.
+    encoder = make_tiny_encoder(num_layers=1)
+    yield "SiameseEncoder+JointLoss", SiameseEncoder(encoder), keras_cosent.losses.JointLoss(
+        [keras_cosent.losses.CoSENTLoss(scale=10.0), keras_cosent.losses.InfoNCELoss()],
+        weights=[1.0, 0.5])
+    encoder = make_tiny_encoder(num_layers=1)
+    yield "CachedSiameseEncoder", keras_cosent.models.CachedSiameseEncoder(
+        encoder, mini_batch_size=2), keras_cosent.losses.CoSENTLoss(scale=10.0)
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_compiled_model_comes_back_compiled_from_a_keras_file(tmp_path, index):
+    name, model, loss = list(_compiled_models())[index]
+    x = _batch(model.encoder, [row[:2] for row in PAIRS])
+    y = np.array([5.0, 3.0, 4.0, 1.0], dtype="float32")
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss)
+    model.train_on_batch(x, y)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*compile\\(\\) was not called")
+        restored = keras.saving.load_model(path)
+    assert restored.compiled, name
+    assert restored.loss.get_config() == model.loss.get_config()
+    # The `jit_compile` given ("auto"), not the one it resolved to on this backend;
+    # the cached model's outer step always runs without XLA.
+    cached = isinstance(model, keras_cosent.models.CachedSiameseEncoder)
+    assert restored.get_compile_config()["jit_compile"] == (False if cached else "auto")
+    # The optimizer state came back: the next step is the one the saved model takes.
+    assert int(ops.convert_to_numpy(restored.optimizer.iterations)) == 1
+    for got, want in zip(restored.optimizer.variables, model.optimizer.variables):
+        np.testing.assert_array_equal(ops.convert_to_numpy(got), ops.convert_to_numpy(want))
+    model.train_on_batch(x, y)
+    restored.train_on_batch(x, y)
+    for got, want in zip(restored.trainable_variables, model.trainable_variables):
+        np.testing.assert_allclose(ops.convert_to_numpy(got), ops.convert_to_numpy(want),
+                                   atol=1e-6)
 
 
 def cosent_loss(y_true, y_pred):
