@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.utils.arguments import check_positive_float
 from keras_cosent.utils.similarity import l2_normalize
 
 
@@ -36,10 +37,8 @@ class L2Normalization(keras.layers.Layer):
     """
 
     def __init__(self, axis=-1, epsilon=1e-12, **kwargs):
-        if not isinstance(epsilon, (int, float)) or epsilon <= 0:
-            raise ValueError(
-                f"`epsilon` should be a positive float. Received: `epsilon`={epsilon}"
-            )
+        # NaN would make every output NaN, inf every output 0.
+        epsilon = check_positive_float("epsilon", epsilon)
         if isinstance(axis, bool) or not hasattr(axis, "__index__"):
             raise ValueError(f"`axis` should be an int. Received: `axis`={axis!r}")
         kwargs.setdefault("dtype", "float32")

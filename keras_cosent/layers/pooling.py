@@ -31,7 +31,7 @@ def get_pooling(pooling, **kwargs):
     >>> type(keras_cosent.layers.get_pooling("mean")).__name__
     'MeanPooling'
     """
-    if pooling not in POOLING_LAYERS:
+    if not isinstance(pooling, str) or pooling not in POOLING_LAYERS:
         raise ValueError(
             f"Unknown pooling {pooling!r}. Expected one of {sorted(POOLING_LAYERS)}."
         )

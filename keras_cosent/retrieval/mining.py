@@ -162,6 +162,13 @@ def mine_hard_negatives(
             (missing negatives are drawn at random, seeded by `seed`, from the
             corpus documents that are neither known positives of the query
             nor rejected by the margins).
+        seed: seeds `sampling="random"` and `fill="random"`.
+        batch_size: texts per `encoder.encode` call, a positive int.
+        chunk_size: corpus rows scored at once, a positive int (as in
+            `keras_cosent.retrieval.search`, which ranks the corpus).
+        use_faiss: `True` to search with faiss, `None` to use it when
+            installed, `False` (default) for the exact NumPy search (see
+            `keras_cosent.retrieval.search`).
         ignore_identical_ids: never take the document whose id is the query's
             id as a negative (with lists, ids are positions).
 

@@ -1,5 +1,7 @@
 """Pooling layers against NumPy references written here, on random inputs and masks."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -195,9 +197,11 @@ def test_l2_normalization():
     np.testing.assert_allclose(ops.convert_to_numpy(out), expected, atol=1e-6)
 
 
-def test_l2_normalization_rejects_bad_epsilon():
-    with pytest.raises(ValueError, match="`epsilon`=0"):
-        L2Normalization(epsilon=0)
+@pytest.mark.parametrize("epsilon", [0, -1e-12, float("nan"), float("inf"), True, "1e-12"])
+def test_l2_normalization_rejects_bad_epsilon(epsilon):
+    # NaN made every output NaN, inf every output 0, and True was read as 1.
+    with pytest.raises(ValueError, match=re.escape(f"`epsilon`={epsilon!r}")):
+        L2Normalization(epsilon=epsilon)
 
 
 @pytest.mark.parametrize("axis", ["x", True, 1.0])
@@ -225,6 +229,9 @@ def test_get_pooling(name, cls):
 def test_get_pooling_rejects_unknown():
     with pytest.raises(ValueError, match="'avg'.*Expected one of"):
         get_pooling("avg")
+    # A list is unhashable: a TypeError from the table lookup before.
+    with pytest.raises(ValueError, match=r"Unknown pooling \['mean'\]"):
+        get_pooling(["mean"])
 
 
 @pytest.mark.parametrize(
