@@ -350,6 +350,13 @@ def train(ctx, env, **options):
     # Repeatable --train/--format/--loss: one value as before, or a list per --train.
     resolve_per_train_options(ctx, options, resume=resume)
     check_combinations(ctx, options)
+    if resume and (options.get("devices") or 1) > 1 and env.backend == "torch":
+        # Ranks above 0 train in a scratch folder: they would start from epoch 0
+        # beside a rank 0 restored to its backup, pairing different steps.
+        raise click.BadParameter(
+            "a torchrun run on several processes cannot be resumed yet (only rank 0 keeps "
+            "the backup); pass --overwrite to train it again", param_hint="--resume",
+        )
     refuse_unwritable(options["output"], "--output")
     # Before the backend loads, so that a wrong folder or split fails at once.
     resolve_retrieval_splits(options, env.note)
@@ -393,6 +400,14 @@ def train(ctx, env, **options):
     if options["train_retrieval"] is not None:
         _check_loss_takes_mined_rows(options)
     config = build_config(env.backend, options, tuning=env.tuning)
+    devices = config.get("devices", 1)
+    if config.get("batch_size", devices) % devices:
+        # The global batch is split evenly: checked before anything is written,
+        # rather than by the builder with a traceback (on every rank).
+        raise click.BadParameter(
+            f"{config['batch_size']} does not split over --devices {devices}; use a "
+            f"multiple of {devices}", param_hint="--batch-size",
+        )
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if resume:
         run_directory.continue_replacing(config)

@@ -464,8 +464,29 @@ def test_a_last_step_that_turns_the_embeddings_nan_saves_nothing(cli, tiny_check
 
 def test_devices_beyond_the_process_count_is_a_one_line_error(cli, small_train, tmp_path):
     # PyTorch counts torchrun's processes; JAX and TensorFlow their visible devices.
-    result = cli("train", "--train", small_train, "--devices", 64, "--output", tmp_path / "run")
+    result = cli("train", "--train", small_train, "--devices", 64, "--batch-size", 64,
+                 "--output", tmp_path / "run")
     assert_one_line_error(result, "--devices 64: `devices`=64")
+    assert not (tmp_path / "run").exists()
+
+
+def test_batch_size_that_does_not_split_over_the_devices_is_a_one_line_error(
+        cli, small_train, tmp_path):
+    # The builder's ValueError came out as a traceback, on every torchrun rank.
+    result = cli("train", "--train", small_train, "--devices", 2, "--batch-size", 7,
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "--batch-size", "7 does not split over --devices 2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [small_train.name]
+
+
+@pytest.mark.skipif(keras.backend.backend() != "torch",
+                    reason="JAX and TensorFlow run several devices in one process, which resumes")
+def test_resume_of_a_torchrun_run_is_refused(cli, small_train, tmp_path):
+    # Ranks above 0 keep no backup: resumed, they started from epoch 0 beside
+    # a restored rank 0, and the run published wrong weights.
+    result = cli("train", "--train", small_train, "--devices", 2, "--resume",
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "--resume", "torchrun run on several processes")
     assert not (tmp_path / "run").exists()
 
 
