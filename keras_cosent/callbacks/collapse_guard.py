@@ -36,6 +36,7 @@ class CollapseGuard(keras.callbacks.Callback):
     `logs["collapse_guard"] = 1.0` (0.0 on the other epochs, so that
     `keras.callbacks.CSVLogger` and `History` get one value per epoch). After
     `patience` firings it only watches: later drops are reported, not undone.
+    A NaN score (what the evaluators log for a diverged model) is a collapse.
     The weights are the model's (`get_weights`); the optimizer's moment
     estimates are kept, as `ReduceLROnPlateau` keeps them.
 
@@ -203,7 +204,9 @@ class CollapseGuard(keras.callbacks.Callback):
         if score > self.best_score:
             self.best_score, self.best_epoch = score, epoch
             self._best_weights = self.model.get_weights()
-        elif self.best_score - score > self.min_delta:
+        elif (self.best_score - score > self.min_delta
+              # NaN compares false: a diverged model is the worst collapse.
+              or (math.isnan(score) and self._best_weights is not None)):
             if len(self.fired_epochs) < self.patience:
                 fired = True
                 self._fire(epoch, score)

@@ -37,6 +37,8 @@ import warnings
 import keras
 import numpy as np
 
+from keras_cosent.utils.arguments import check_bool
+
 SEED_STATES = "seed_states-{epoch}.npz"
 TORCH_GENERATOR = "torch_generator"
 TORCH_CUDA_GENERATORS = "torch_cuda_generators"
@@ -155,6 +157,13 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
                 "keras_cosent.data.PairBatches. Received: `batches` of type "
                 f"{type(batches).__name__}"
             )
+        if not isinstance(backup_dir, (str, os.PathLike)) or not str(backup_dir):
+            # str(None) would back up into a folder named "None".
+            raise ValueError(
+                "`backup_dir` should be a directory path (str or os.PathLike). "
+                f"Received: `backup_dir`={backup_dir!r}"
+            )
+        delete_checkpoint = check_bool("delete_checkpoint", delete_checkpoint)
         stateful = list(stateful)
         for callback in stateful:
             if not (callable(getattr(callback, "get_state", None))
@@ -170,6 +179,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         )
         self.batches = batches
         self._first_epoch = True
+        self._restored = False
 
     def _seed_states(self):
         # Variables that are state but not weights: the SeedGenerators' states.
@@ -181,6 +191,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
 
     def on_train_begin(self, logs=None):
         self._first_epoch = True
+        self._restored = False
         if not self.model.built:
             # BackupAndRestore restores into built variables only; a forward pass
             # in inference mode builds the model without drawing dropout masks.
@@ -210,6 +221,9 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
             elif os.path.exists(self._training_metadata_path):
                 os.remove(self._training_metadata_path)
             self._load_model()
+        # An epoch was restored (Keras set the model's initial epoch from the
+        # metadata); a `fit` started at `initial_epoch > 0` restores none.
+        self._restored = os.path.exists(self._training_metadata_path)
 
     def _discard_cut_short_backup(self):
         os.remove(self._weights_path)
@@ -239,7 +253,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         _write_replacing(self._training_metadata_path, write_metadata)
 
     def on_epoch_begin(self, epoch, logs=None):
-        if self._first_epoch and epoch > 0:
+        if self._first_epoch and self._restored and epoch > 0:
             path = self._seed_path(epoch)
             if not os.path.exists(path):
                 raise FileNotFoundError(

@@ -59,7 +59,8 @@ class RetrievalEvaluator(keras.callbacks.Callback):
 
     Call arguments: used by `model.fit(callbacks=[...])`.
 
-    Returns: nothing; `evaluate()` returns the metrics dict, kept in `history`.
+    Returns: nothing; each epoch's metrics dict (as `evaluate()` returns it, with its
+    `epoch`) is kept in `history`, reset when a `fit` begins.
 
     Example:
 
@@ -203,6 +204,10 @@ class RetrievalEvaluator(keras.callbacks.Callback):
                              ignore_identical_ids=self.ignore_identical_ids,
                              depth=max(self.k_values))
         return retrieval_metrics(run, self.qrels, k_values=self.k_values, per_query=per_query)
+
+    def on_train_begin(self, logs=None):
+        # One entry per epoch of the current `fit`, as `SpearmanEvaluator` keeps.
+        self.history = []
 
     def on_epoch_end(self, epoch, logs=None):
         values = self.evaluate()

@@ -19,6 +19,8 @@ from keras_cosent.metrics import pearson_correlation
 from keras_cosent.metrics import spearman_correlation
 from keras_cosent.retrieval._validation import check_encoder
 from keras_cosent.utils import pair_cosine
+from keras_cosent.utils.arguments import check_bool
+from keras_cosent.utils.arguments import check_positive_int
 
 
 class SpearmanEvaluator(keras.callbacks.Callback):
@@ -51,7 +53,13 @@ class SpearmanEvaluator(keras.callbacks.Callback):
         batch_size: batch size passed to `encode`. Defaults to 64.
         restore_best_weights: whether `on_train_end` sets the model's weights
             back to those of the epoch with the highest Spearman correlation.
-            Keeps a host copy of the weights each time the score improves.
+            Keeps a host copy of the weights each time the score improves. That
+            copy is not part of a `ResumableTraining` backup: a resumed `fit`
+            restores the best epoch it saw itself. Where a run may be resumed,
+            keep the best epoch as `keras-cosent train --keep-best` does: a
+            `keras.callbacks.ModelCheckpoint` on `f"{name}_spearman"`
+            (`mode="max"`, `save_best_only=True`) writing into the backup
+            folder, its `initial_value_threshold` the best score logged so far.
         csv_path: optional path of a CSV file to which a row `epoch, spearman,
             pearson` is appended after each epoch (header written when the file
             is new or empty). `epoch` is 0-based, as in
@@ -101,10 +109,8 @@ class SpearmanEvaluator(keras.callbacks.Callback):
         self.scores = _validate_scores(scores, len(pairs))
         if not isinstance(name, str) or not name:
             raise ValueError(f"`name` should be a non-empty string. Received: `name`={name!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(
-                f"`batch_size` should be a positive int. Received: `batch_size`={batch_size!r}"
-            )
+        batch_size = check_positive_int("batch_size", batch_size)
+        restore_best_weights = check_bool("restore_best_weights", restore_best_weights)
         if verbose not in (0, 1):
             raise ValueError(f"`verbose` should be 0 or 1. Received: `verbose`={verbose!r}")
         check_encoder(encoder)
@@ -218,10 +224,12 @@ class SpearmanEvaluator(keras.callbacks.Callback):
         if self.csv_path is not None:
             self._append_csv_row(epoch, spearman, pearson)
         if self.verbose:
+            # A diverged model's NaN never becomes the best: there may be none yet.
+            best = ("no best yet" if self.best_epoch is None else
+                    f"best spearman {self.best_score:.4f} at epoch {self.best_epoch + 1}")
             print(
                 f"Epoch {epoch + 1}: {self.name}_spearman={spearman:.4f} "
-                f"{self.name}_pearson={pearson:.4f} "
-                f"(best spearman {self.best_score:.4f} at epoch {self.best_epoch + 1})"
+                f"{self.name}_pearson={pearson:.4f} ({best})"
             )
 
     def on_train_end(self, logs=None):

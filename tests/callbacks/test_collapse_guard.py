@@ -172,6 +172,21 @@ def test_baseline_undoes_a_collapse_in_the_first_epoch():
     np.testing.assert_allclose(w[1] - w[0], -_rate(1, 0.5), rtol=1e-5)
 
 
+def test_a_nan_score_is_a_collapse():
+    # NaN compares false with the best score, so a diverged model went unguarded.
+    model, _ = _model()
+    guard = CollapseGuard(min_delta=0.01, patience=2, baseline=0.5, verbose=0)
+    history, w = _fit(model, [0.8, float("nan"), float("nan"), 0.8, 0.8, 0.8], guard)
+    assert guard.fired_epochs == [1, 2]
+    assert history.history["collapse_guard"] == [0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert w[1] == w[0] and w[2] == w[0]  # epoch 1's weights put back both times
+    # Without a best to go back to (no baseline, NaN first), there is nothing to undo.
+    model, _ = _model()
+    guard = CollapseGuard(verbose=0)
+    _fit(model, [float("nan"), 0.8], guard, epochs=2)
+    assert guard.fired_epochs == [] and guard.best_epoch == 1
+
+
 def test_a_constant_learning_rate_is_multiplied_too():
     model = keras.Sequential([
         keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")

@@ -7,6 +7,9 @@ starts from epoch 0's batch order. The reference is the same `fit` left to
 finish, from the same initial variables.
 """
 
+import json
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -122,6 +125,7 @@ def test_restored_seed_states_draw_the_interrupted_runs_dropout_masks(tmp_path):
     resumed, _ = _setup(initial)
     callback = ResumableTraining(tmp_path, resumed.batches)
     callback.set_model(resumed.model)
+    callback.on_train_begin()  # restores epoch 1's start, weights and all
     callback.on_epoch_begin(1)
     got = keras.ops.convert_to_numpy(resumed.model(inputs, training=True))
     np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
@@ -220,8 +224,36 @@ def test_a_backup_without_seed_states_is_refused_by_name(tmp_path):
     setup, _ = _setup()
     callback = ResumableTraining(tmp_path, setup.batches)
     callback.set_model(setup.model)
+    with open(callback._training_metadata_path, "w") as f:
+        json.dump({"epoch": 2, "batch": 0}, f)
+    callback.on_train_begin()
     with pytest.raises(FileNotFoundError, match="seed_states-2.npz"):
         callback.on_epoch_begin(2)
+
+
+def test_a_fit_that_starts_at_a_later_epoch_without_a_backup_trains(tmp_path):
+    # Any first epoch above 0 was taken for a restore, and refused for its
+    # missing seed states, though no backup existed.
+    setup, _ = _setup()
+    seen = []
+    history = setup.model.fit(
+        setup.batches, epochs=3, initial_epoch=2, shuffle=False, verbose=0,
+        callbacks=[ResumableTraining(tmp_path / "backup", setup.batches),
+                   keras.callbacks.LambdaCallback(on_epoch_begin=lambda e, logs: seen.append(e))],
+    )
+    assert seen == [2] and len(history.history["loss"]) == 1
+    assert not (tmp_path / "backup").exists()  # deleted as the fit ended normally
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"backup_dir": None}, "`backup_dir`=None"),  # was backed up into ./None
+    ({"backup_dir": ""}, "`backup_dir`=''"),
+    ({"delete_checkpoint": "no"}, "`delete_checkpoint`='no'"),  # truthy: deleted
+])
+def test_bad_arguments_are_named(tmp_path, kwargs, match):
+    arguments = {"backup_dir": tmp_path, "batches": _setup()[0].batches, **kwargs}
+    with pytest.raises(ValueError, match=re.escape(match)):
+        ResumableTraining(**arguments)
 
 
 def test_batches_without_set_epoch_are_refused(tmp_path):

@@ -78,6 +78,9 @@ def test_logs_keys_each_epoch_and_early_stopping():
     # (Ties in cosine are unlikely with random float weights; trec_eval ranks the full run.)
     for key, value in ref.items():
         assert history.history[f"ir_dev_{key}"][-1] == pytest.approx(value, abs=1e-5)
+    # `history` holds the current fit's epochs, as SpearmanEvaluator's does.
+    model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=1, verbose=0, callbacks=[evaluator])
+    assert [row["epoch"] for row in evaluator.history] == [0]
 
 
 def test_from_dataset_with_explicit_encoder_and_errors():

@@ -196,6 +196,25 @@ def test_restore_best_weights_restores_best_epoch():
     assert not np.array_equal(final[0], recorder.weights[-1][0])
 
 
+class NanEncoder(BowEncoder):
+    """A diverged encoder: every embedding NaN."""
+
+    def encode(self, texts, batch_size=32):
+        return np.full((len(texts), 8), np.nan, "float32")
+
+
+def test_a_nan_first_epoch_is_logged_and_training_goes_on(capsys):
+    # NaN never beats -inf, so there was no best epoch and the printout crashed.
+    pairs, scores = make_pairs(40)
+    x, y = training_arrays(pairs, scores)
+    evaluator = SpearmanEvaluator(pairs, scores, encoder=NanEncoder(), verbose=1)
+    history = compiled_pair_model().fit(x, y, batch_size=20, epochs=2, verbose=0,
+                                        callbacks=[evaluator])
+    assert all(np.isnan(history.history["sts_dev_spearman"]))
+    assert evaluator.best_epoch is None
+    assert capsys.readouterr().out.count("sts_dev_spearman=nan sts_dev_pearson=nan (no best yet)") == 2
+
+
 def test_csv_rows_appended_with_one_header(tmp_path):
     pairs, scores = make_pairs(60)
     x, y = training_arrays(pairs, scores)
@@ -253,6 +272,10 @@ def test_bad_arguments_raise():
     pairs, scores = [("a", "b"), ("c", "d")], [1.0, 2.0]
     with pytest.raises(ValueError, match="`batch_size` should be a positive int"):
         SpearmanEvaluator(pairs, scores, batch_size=0)
+    assert SpearmanEvaluator(pairs, scores, batch_size=np.int64(8)).batch_size == 8
+    # A truthy string turned the copy of the best weights on.
+    with pytest.raises(ValueError, match="`restore_best_weights`='no'"):
+        SpearmanEvaluator(pairs, scores, restore_best_weights="no")
     with pytest.raises(ValueError, match="`encoder` should have an `encode"):
         SpearmanEvaluator(pairs, scores, encoder=object())
     with pytest.raises(ValueError, match="`labels`=None"):
