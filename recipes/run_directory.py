@@ -124,6 +124,12 @@ class RunDirectory:
                     "to start again"
                 )
             elif not resume:
+                if stored.get("staged"):
+                    # Its stages are separate fits: nothing there to --resume.
+                    raise CliError(
+                        f"--output {self.path} has an interrupted --staged run (its state is "
+                        f"in {path}), which cannot be resumed; pass --overwrite to start again"
+                    )
                 raise CliError(
                     f"--output {self.path} has an interrupted run (its state is in {path}); "
                     "pass --resume to continue it or --overwrite to start again"

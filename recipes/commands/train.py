@@ -440,15 +440,18 @@ def train(ctx, env, **options):
             results = train_encoder(config, staging, env, backup)
             write_config(staging / CONFIG_FILE, config, command_line(ctx, config))
     except BaseException:
-        # Kept only when there is something to resume: at least one saved epoch.
-        if not run_directory.has_saved_epoch():
+        # Kept only when there is something to resume: at least one saved epoch
+        # of a run that is not --staged (whose stages are separate fits).
+        if config.get("staged") or not run_directory.has_saved_epoch():
             run_directory.remove_backup()
         raise
     run_directory.remove_backup()
     from recipes.reporting import results_table
 
-    if results:
-        env.log(results_table(results))
+    # `results` also records how the run trained (`train_tasks`, `stages`).
+    table = results_table(results)
+    if table:
+        env.log(table)
     else:
         env.note("no --dev or --test given: nothing evaluated")
     env.note(f"run saved to {options['output']}")
@@ -569,6 +572,14 @@ def check_combinations(ctx, options):
                 param_hint=flag,
             )
     check_recipe_requires(options)
+    if (options.get("staged") and options.get("stage_epochs")
+            and _typed_otherwise(ctx, options, "epochs")):
+        # stage_epochs() reads --stage-epochs only: --epochs would be recorded and ignored.
+        raise click.BadParameter(
+            f"a --staged run takes each stage's epochs from --stage-epochs "
+            f"({options['stage_epochs']}); give --stage-epochs instead",
+            param_hint="--epochs",
+        )
     # --dev, or the demo dev set that comes with the demo training set.
     has_dev = options["dev"] is not None or (
         options["train"] is None and options["train_retrieval"] is None)
@@ -847,4 +858,4 @@ def _stored_table(directory):
 
     with open(directory / RESULTS_FILE, encoding="utf-8") as f:
         results = json.load(f)
-    return results_table(results) if results else "(nothing was evaluated)"
+    return results_table(results) or "(nothing was evaluated)"

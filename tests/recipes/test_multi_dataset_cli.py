@@ -91,6 +91,9 @@ def test_a_single_train_keeps_its_old_configuration(trained_run):
     (["--stage-epochs", "1,2"], ["--stage-epochs", "--staged runs only"]),
     (["--staged", "--stage-epochs", "1"], ["--stage-epochs", "gives 1 stage(s) for 2"]),
     (["--staged", "--sampling", "round-robin"], ["--sampling"]),
+    # Recorded and ignored before: the stages trained --stage-epochs' counts.
+    (["--staged", "--stage-epochs", "1,2", "--epochs", "3"],
+     ["--epochs", "each stage's epochs from --stage-epochs (1,2)"]),
 ])
 def test_mismatched_per_train_options_are_one_line_errors(cli, two_files, tmp_path, options,
                                                           fragments):
@@ -104,6 +107,14 @@ def test_the_staged_recipe_without_train_files_asks_for_them(cli, tmp_path):
     # would be counted against files never given.
     result = cli("train", "--recipe", "nli-infonce-then-sts-cosent", "--output", tmp_path / "r")
     assert_one_line_error(result, "--recipe nli-infonce-then-sts-cosent needs --train")
+
+
+def test_the_staged_recipe_refuses_an_epochs_it_would_ignore(cli, two_files, tmp_path):
+    sts, nli = two_files
+    result = cli("train", "--recipe", "nli-infonce-then-sts-cosent", "--train", nli,
+                 "--train", sts, "--epochs", 2, "--output", tmp_path / "r")
+    assert_one_line_error(result, "--epochs", "--stage-epochs (1,4)")
+    assert not (tmp_path / "r").exists()
 
 
 def test_the_staged_recipe_counts_its_train_files(cli, two_files, tmp_path):
@@ -152,6 +163,23 @@ def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_f
     replayed = replayed_options(record["command"])
     assert replayed["staged"] is True and replayed["stage_epochs"] == "1,2"
     assert replayed["loss"] == ["infonce", "cosent"]
+
+
+def test_files_trained_without_dev_say_nothing_was_evaluated(cli, tiny_checkpoint, two_files,
+                                                              tmp_path):
+    # results.json holds train_tasks, which printed an empty table and no note.
+    sts, nli = two_files
+    args = ["train", "--backbone", tiny_checkpoint, "--train", sts, "--train", nli,
+            "--loss", "cosent", "--loss", "infonce", "--format", "pair-tsv",
+            "--format", "nli-jsonl", "--batch-size", 4, "--max-length", 16,
+            "--output", tmp_path / "r"]
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    assert "no --dev or --test given: nothing evaluated" in result.stderr
+    assert result.stdout.strip() == ""
+    reused = cli(*args)
+    assert "already holds this run" in reused.stderr
+    assert "(nothing was evaluated)" in reused.stdout
 
 
 def test_staged_run_trains_under_the_named_policy_and_saves_in_float32(

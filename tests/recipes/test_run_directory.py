@@ -81,3 +81,16 @@ def test_a_failed_overwrite_keeps_the_old_run(tmp_path):
             raise KeyboardInterrupt
     assert (tmp_path / "run" / "encoder.keras").read_text() == "weights"
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_an_interrupted_staged_run_is_not_offered_resume(tmp_path):
+    # Each stage is a separate fit, so --resume is refused for it: the message
+    # refusing to start over its backup asked for --resume all the same.
+    staged = dict(CONFIG, staged=True, stage_epochs="1,4")
+    RunDirectory(tmp_path / "run").backup(staged)
+    with pytest.raises(CliError, match=r"interrupted --staged run .*cannot be resumed; pass "
+                                       "--overwrite") as info:
+        RunDirectory(tmp_path / "run").backup(staged)
+    assert "--resume" not in str(info.value)
+    path, resumed = RunDirectory(tmp_path / "run", overwrite=True).backup(staged)
+    assert not resumed and path.is_dir()
