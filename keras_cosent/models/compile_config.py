@@ -42,22 +42,31 @@ def compile_from_config(model, config):
 
 
 class _Untracked:
-    """Holds a list where Keras' attribute tracking does not look into it."""
+    """A read-only sequence that Keras' attribute tracking does not look into."""
 
     def __init__(self, items):
-        self.items = list(items)
+        self._items = list(items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    def __getitem__(self, index):
+        return self._items[index]
 
 
 def loss_trackers(names):
-    """`Mean` trackers logged as `loss_<name>`, in a holder a model's attribute can keep.
+    """`Mean` trackers logged as `loss_<name>`, in a sequence a model's attribute can hold.
 
-    The model lists them in its `metrics` (which Keras resets and, on JAX,
-    threads through its stateless steps).
+    The model lists them in its `metrics` (`untracked_metrics`), which Keras
+    resets and, on JAX, threads through its stateless steps.
     """
     return _Untracked(keras.metrics.Mean(name=f"loss_{name}") for name in names)
 
 
-def tracked_items(model, attribute):
-    """The trackers `model` keeps under `attribute` (`loss_trackers`), or `[]`."""
-    holder = getattr(model, attribute, None)
-    return holder.items if holder is not None else []
+def untracked_metrics(model):
+    """The trackers of every `loss_trackers` sequence `model`'s attributes hold."""
+    return [metric for value in vars(model).values() if isinstance(value, _Untracked)
+            for metric in value]

@@ -44,19 +44,10 @@ class MultiTaskEncoder(SiameseEncoder):
                 "MultiTaskEncoder should be compiled with a keras_cosent.losses.MultiTaskLoss. "
                 f"Received: `loss`={self.loss!r}"
             )
-        self._task_trackers = compile_config.loss_trackers(self.loss.names)
-
-    @property
-    def task_trackers(self):
-        """The `loss_<task>` trackers, one per task of the `MultiTaskLoss`."""
-        return compile_config.tracked_items(self, "_task_trackers")
-
-    @property
-    def metrics(self):
-        return super().metrics + self.task_trackers
+        self.task_trackers = compile_config.loss_trackers(self.loss.names)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        trackers = self.task_trackers
+        trackers = getattr(self, "task_trackers", ())
         if trackers:
             # Over the gathered global batch, as the loss itself (see SiameseEncoder).
             value = distributed.replica_value(lambda: self.loss.call(

@@ -91,17 +91,13 @@ class SiameseEncoder(keras.Model):
         # A JointLoss logs each term next to the total, as `loss_<name>`.
         terms = getattr(self.loss, "terms", None)
         names = getattr(self.loss, "names", ()) if callable(terms) else ()
-        self._term_trackers = compile_config.loss_trackers(names)
+        self.term_trackers = compile_config.loss_trackers(names)
         distributed.prepare_model(self)
 
     @property
-    def term_trackers(self):
-        """The `loss_<name>` trackers of a `JointLoss`'s terms (empty for other losses)."""
-        return compile_config.tracked_items(self, "_term_trackers")
-
-    @property
     def metrics(self):
-        return super().metrics + self.term_trackers
+        # With the loss trackers `compile` made, which Keras does not track.
+        return super().metrics + compile_config.untracked_metrics(self)
 
     def compile_from_config(self, config):
         """Compiles the model loaded from a `.keras` file as it was saved (see
@@ -131,7 +127,7 @@ class SiameseEncoder(keras.Model):
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        trackers = self.term_trackers
+        trackers = getattr(self, "term_trackers", ())
         if trackers:
             # Weighted as the loss is, so that the weighted terms sum to it.
             weight = None if sample_weight is None else distributed.gather_global(sample_weight)
