@@ -21,6 +21,7 @@ import numpy as np
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.json_lines import parse_json_object
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.utils.arguments import FLOAT32_MAX
 
 NLI_ORDINAL_LABELS = {"entailment": 2, "neutral": 1, "contradiction": 0}
 # The class names of `read_nli_jsonl`'s labels, in id order (`PairDataset.classes`).
@@ -78,7 +79,6 @@ _LONE_CR_PROBLEM = ("a carriage return (\\r) ends this line without \\n (an old 
                    "ending?); convert the line endings to \\n")
 # A decimal number as a data file writes it: no `1_0` (10 to float()), no digits
 # of other scripts, no hex.
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
@@ -133,9 +133,10 @@ def _parse_label(value, name="score"):
         number = float(text)
     if not math.isfinite(number):
         return None, f"{name} {value!r} is not a finite number"
-    if abs(number) > _FLOAT32_MAX:
+    if abs(number) > FLOAT32_MAX:
         # Labels are stored as float32: 1e39 would become inf there.
-        return None, f"{name} {value!r:.40} is too large for a float32 label (max {_FLOAT32_MAX:.4g})"
+        return None, (f"{name} {value!r:.40} is too large for a float32 label "
+                      f"(max {FLOAT32_MAX:.4g})")
     return number, None
 
 

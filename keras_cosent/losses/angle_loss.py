@@ -76,8 +76,8 @@ class AnglELoss(LabelsCheckedLoss):
     ```
 
     As in CoSENT, only the order of the labels matters, ties are not compared
-    and a batch of equal labels gives exactly 0 (a NaN label, NaN). The loss is one float32
-    value per batch. The AnglE paper trains it together with a cosine
+    and a batch of equal labels gives exactly 0 (a NaN label, NaN). The loss
+    is one float32 value per batch. The AnglE paper trains it together with a cosine
     objective and InfoNCE; combine losses in your own training step for that.
 
     Args:

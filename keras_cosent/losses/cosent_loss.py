@@ -183,11 +183,12 @@ class CoSENTLoss(LabelsCheckedLoss):
     trains on binary labels, float STS scores (0 to 5) and NLI classes coded as
     integers with entailment > neutral > contradiction (e.g. 2, 1, 0). Pairs
     with equal labels are not compared; a batch in which all labels are equal
-    gives a loss of exactly 0, and a NaN label (a missing score) gives NaN. The sum runs over all ordered couples of pairs
-    but is computed without the `batch**2` matrix: sorted by label, it is a
-    cumulative log-sum-exp (see `ranking_loss_from_similarity`), in
-    O(batch log batch) time and memory, in float32, finite for any scale
-    (up to float32's maximum) and under `mixed_float16`, so batches of tens of thousands of pairs fit.
+    gives a loss of exactly 0, and a NaN label (a missing score) gives NaN.
+    The sum runs over all ordered couples of pairs but is computed without the
+    `batch**2` matrix: sorted by label, it is a cumulative log-sum-exp (see
+    `ranking_loss_from_similarity`), in O(batch log batch) time and memory, in
+    float32, finite for any scale (up to float32's maximum) and under
+    `mixed_float16`, so batches of tens of thousands of pairs fit.
 
     The loss is one value per batch (the couples mix examples), so
     `sample_weight` can only rescale it as a whole.

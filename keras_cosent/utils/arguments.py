@@ -46,7 +46,8 @@ def check_bool(name, value, allow_none=False):
     raise ValueError(f"`{name}` should be {expected}. Received: `{name}`={value!r}")
 
 
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
+# The largest finite float32: labels and float arguments end up in float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def check_positive_float(name, value):
@@ -59,10 +60,10 @@ def check_positive_float(name, value):
         raise ValueError(
             f"`{name}` should be a positive float. Received: `{name}`={value!r}"
         )
-    if value > _FLOAT32_MAX:
+    if value > FLOAT32_MAX:
         raise ValueError(
             f"`{name}` should be a positive float at most float32's maximum "
-            f"{_FLOAT32_MAX:.4g} (it is computed in float32). Received: `{name}`={value!r}"
+            f"{FLOAT32_MAX:.4g} (it is computed in float32). Received: `{name}`={value!r}"
         )
     return float(value)
 

@@ -212,7 +212,8 @@ def test_a_nan_first_epoch_is_logged_and_training_goes_on(capsys):
                                         callbacks=[evaluator])
     assert all(np.isnan(history.history["sts_dev_spearman"]))
     assert evaluator.best_epoch is None
-    assert capsys.readouterr().out.count("sts_dev_spearman=nan sts_dev_pearson=nan (no best yet)") == 2
+    printed = capsys.readouterr().out
+    assert printed.count("sts_dev_spearman=nan sts_dev_pearson=nan (no best yet)") == 2
 
 
 def test_csv_rows_appended_with_one_header(tmp_path):
