@@ -30,10 +30,10 @@ from tests.recipes.conftest import write_pair_tsv
 EPOCHS = 3
 
 
-def _train_args(checkpoint, train, dev, output, *extra):
+def _train_args(checkpoint, train, dev, output, *extra, epochs=EPOCHS):
     return [
         "train", "--backbone", checkpoint, "--train", train, "--dev", dev,
-        "--epochs", EPOCHS, "--batch-size", 8, "--max-length", 16, "--lr", 1e-3,
+        "--epochs", epochs, "--batch-size", 8, "--max-length", 16, "--lr", 1e-3,
         "--output", output, *extra,
     ]
 
@@ -177,10 +177,15 @@ def test_a_terminated_run_cleans_up_as_an_interrupted_one(tiny_checkpoint, data,
     train, dev = data
     output = tmp_path / "run"
     backup = tmp_path / ".run.resume"
+    # Many epochs, none compared with an uninterrupted run: with 3, a poll that lagged
+    # under load signalled after the last epoch, once the finished fit had deleted
+    # its backup, and the run ended as terminated with nothing left to resume.
+    epochs = 20
     returncode, saved_epochs = _kill_after_first_epoch(
-        _train_args(tiny_checkpoint, train, dev, output), backup, sig=signal.SIGTERM)
+        _train_args(tiny_checkpoint, train, dev, output, epochs=epochs), backup,
+        sig=signal.SIGTERM)
     assert returncode == 128 + signal.SIGTERM, "the run finished before it could be stopped"
-    assert 1 <= saved_epochs < EPOCHS
+    assert 1 <= saved_epochs < epochs
     assert not output.exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".run")) == [
         ".run.resume"]
