@@ -372,6 +372,14 @@ def train(ctx, env, **options):
             "other)",
             param_hint="--batch-size",
         )
+    devices = options.get("devices") or 1
+    if options["batch_size"] % devices:
+        # The global batch is split evenly: checked here rather than by the
+        # builder, with a traceback on every rank.
+        raise click.BadParameter(
+            f"{options['batch_size']} does not split over --devices {devices}; use a "
+            f"multiple of {devices}", param_hint="--batch-size",
+        )
     check_head_objectives(options, losses, get_objective)
     for name, what in (("scale", "the scale of CoSENT, AnglE and logistic margin ranking"),
                        ("temperature", "the temperature of InfoNCE, SimCSE, NT-Xent and "
@@ -400,14 +408,6 @@ def train(ctx, env, **options):
     if options["train_retrieval"] is not None:
         _check_loss_takes_mined_rows(options)
     config = build_config(env.backend, options, tuning=env.tuning)
-    devices = config.get("devices", 1)
-    if config.get("batch_size", devices) % devices:
-        # The global batch is split evenly: checked before anything is written,
-        # rather than by the builder with a traceback (on every rank).
-        raise click.BadParameter(
-            f"{config['batch_size']} does not split over --devices {devices}; use a "
-            f"multiple of {devices}", param_hint="--batch-size",
-        )
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if resume:
         run_directory.continue_replacing(config)
