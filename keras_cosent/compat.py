@@ -3,8 +3,8 @@
 Keras and keras-hub keep no promise about names outside their public API, and a
 few things keras-cosent does have no public spelling: walking a model's nested
 layers, reading and setting an attention layer's dropout rate, reading a compiled
-model's loss tracker, reading keras-hub's feed-forward layer and its preset file
-helpers, replacing the TensorFlow backend's dropout and `PyDataset` adapter,
+model's loss tracker and saved compile arguments, reading keras-hub's feed-forward
+layer and its preset file helpers, replacing the TensorFlow backend's dropout and `PyDataset` adapter,
 turning off Keras' per-replica loss scaling while a loss over a gathered global
 batch is computed, and reading TensorFlow's graph context and op registry. Each
 is reached through one function here, so that an upgrade that renames one breaks
@@ -100,6 +100,14 @@ def loss_tracker(model):
     if tracker is None:
         raise ValueError("The model is not compiled: it has no loss tracker. Call `compile` first.")
     return tracker
+
+
+def compile_arguments(model):
+    """The arguments Keras keeps from a model's last `compile`, for saving
+    (`Trainer._compile_config.config`): a dict, or None before `compile`."""
+    config = getattr(model, "_compile_config", None)
+    return None if config is None else _attribute("keras", config, "config",
+                                                  "keras.Model._compile_config")
 
 
 def distribute_strategy(model):
@@ -227,6 +235,8 @@ def _check_keras():
     model.compile(loss="mse")
     if getattr(model, "_loss_tracker", None) is None:
         raise _missing("keras", "keras.Model._loss_tracker (the `loss` Mean)")
+    if "jit_compile" not in (compile_arguments(model) or {}):
+        raise _missing("keras", "keras.Model._compile_config (the saved compile arguments)")
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
     if optimizer_learning_rate(keras.optimizers.SGD(schedule)) is not schedule:
         raise _missing("keras", "keras.optimizers.Optimizer._learning_rate (the schedule)")

@@ -16,6 +16,8 @@ compiled (again).
 
 import keras
 
+from keras_cosent import compat
+
 
 def record_jit_compile(model, jit_compile):
     """Saves the `jit_compile` the caller gave rather than the one resolved for this backend.
@@ -24,9 +26,9 @@ def record_jit_compile(model, jit_compile):
     only, so a file saved there and loaded on PyTorch resolves it afresh
     instead of asking PyTorch for `torch.compile`.
     """
-    config = getattr(model, "_compile_config", None)
-    if config is not None:
-        config.config["jit_compile"] = jit_compile
+    arguments = compat.compile_arguments(model)
+    if arguments is not None:
+        arguments["jit_compile"] = jit_compile
 
 
 def compile_from_config(model, config):
