@@ -13,6 +13,7 @@ import keras
 import numpy as np
 
 from keras_cosent.data.pair_batches import PairBatches
+from keras_cosent.utils.arguments import check_seed
 
 SAMPLINGS = ("proportional", "round-robin")
 # y's float32 labels hold integer group/class ids exactly up to 2**24.
@@ -36,16 +37,18 @@ class MultiBatches(keras.utils.PyDataset):
     (scores, or group/class ids as exact floats), column 1 the task index.
 
     TensorFlow fixes the input signature from the first two batches of a
-    `PyDataset`; like `PairBatches`, the second batch of an epoch is swapped
-    with a later one when needed so that the first two differ in every
+    `PyDataset`; like `PairBatches`, the second batch of an epoch (and, when
+    no later batch differs from the first in every such dimension, the first)
+    is swapped with a later one so that the first two differ in every
     dimension (columns, length) that varies over the epoch. With packing, the
     tasks share one row length for the same reason.
 
     Args:
         tasks: list of `keras_cosent.data.PairBatches`, one per task.
         sampling: `"proportional"` or `"round-robin"`.
-        seed: seed of the task order (each `PairBatches` keeps its own seed
-            for the rows inside its batches).
+        seed: seed of the task order, an int in [0, 2**32), or None for a
+            random one (each `PairBatches` keeps its own seed for the rows
+            inside its batches).
         **pydataset_kwargs: `workers`, `use_multiprocessing`,
             `max_queue_size` of `keras.utils.PyDataset`.
 
@@ -100,7 +103,7 @@ class MultiBatches(keras.utils.PyDataset):
                 task.row_length = length
         self.tasks = tasks
         self.sampling = sampling
-        self.seed = int(seed)
+        self.seed = check_seed("seed", seed)
         sizes = [len(t) for t in tasks]
         self._num_batches = (
             sum(sizes) if sampling == "proportional" else min(sizes) * len(tasks)
@@ -150,15 +153,22 @@ class MultiBatches(keras.utils.PyDataset):
         keys = [self._shape_key(entry) for entry in schedule]
         varying = [d for d in range(2) if len({k[d] for k in keys}) > 1]
 
-        def differs(j):
-            return all(keys[j][d] != keys[0][d] for d in varying)
+        def differs(i, j):
+            return all(keys[i][d] != keys[j][d] for d in varying)
 
-        if not varying or differs(1):
+        if not varying or differs(0, 1):
             return
-        for j in range(2, len(schedule)):
-            if differs(j):
-                schedule[1], schedule[j] = schedule[j], schedule[1]
-                return
+        first = 0
+        partner = next((j for j in range(2, len(schedule)) if differs(0, j)), None)
+        if partner is None:
+            # Batch 0 shares its column count or its length with every other
+            # batch, so both vary: a batch of another column count (same length
+            # as batch 0) and one of another length (same column count) differ
+            # from each other in both, and lead instead.
+            first = next(j for j in range(1, len(keys)) if keys[j][0] != keys[0][0])
+            partner = next(j for j in range(1, len(keys)) if keys[j][1] != keys[0][1])
+            schedule[0], schedule[first] = schedule[first], schedule[0]
+        schedule[1], schedule[partner] = schedule[partner], schedule[1]
 
     def __len__(self):
         return self._num_batches

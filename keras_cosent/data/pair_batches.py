@@ -22,6 +22,7 @@ from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.data.word_repetition import check_repetition_rate
 from keras_cosent.data.word_repetition import max_repetitions
 from keras_cosent.data.word_repetition import word_repetition as repeat_words
+from keras_cosent.utils.arguments import check_seed
 from keras_cosent.utils.arguments import is_int
 
 _LABEL_MODES = ("score", "group", "class")
@@ -155,12 +156,8 @@ class PairBatches(keras.utils.PyDataset):
         if not isinstance(shuffle, (bool, np.bool_)):
             # A truthy string ("no") would switch shuffling on.
             raise ValueError(f"`shuffle` should be a bool. Received: `shuffle`={shuffle!r}")
-        if seed is not None and (not is_int(seed) or not 0 <= seed < 2**32):
-            raise ValueError(
-                f"`seed` should be None or an int in [0, 2**32). Received: `seed`={seed!r}"
-            )
         self.shuffle = bool(shuffle)
-        self.seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
+        self.seed = check_seed("seed", seed)
         self.label_mode = label_mode
         self.unique_texts = bool(unique_texts)
         self.length_buckets = int(length_buckets)
@@ -172,6 +169,12 @@ class PairBatches(keras.utils.PyDataset):
         self.word_repetition = (
             None if word_repetition is None else check_repetition_rate(word_repetition)
         )
+        if self.word_repetition is not None and dataset.num_columns < 2:
+            raise ValueError(
+                "`word_repetition` repeats words in column 1 (the positive), but "
+                f"{dataset.source!r} has {dataset.num_columns} column; it needs at least 2 "
+                "(for unsupervised SimCSE/ESimCSE, give each text twice)."
+            )
 
         self._tokenize_once(tokenize)
         # One row length for every epoch: a compiled train step keeps it static.

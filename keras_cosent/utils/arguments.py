@@ -46,6 +46,18 @@ def check_bool(name, value, allow_none=False):
     raise ValueError(f"`{name}` should be {expected}. Received: `{name}`={value!r}")
 
 
+def check_seed(name, value):
+    """Returns `value` as an int, or a seed drawn at random when it is None; raises
+    unless it is None or an int in [0, 2**32), the range NumPy's generators take."""
+    if value is None:
+        return int(np.random.randint(0, 2**31 - 1))
+    if not is_int(value) or not 0 <= value < 2**32:
+        raise ValueError(
+            f"`{name}` should be None or an int in [0, 2**32). Received: `{name}`={value!r}"
+        )
+    return int(value)
+
+
 # The largest finite float32: labels and float arguments end up in float32.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 

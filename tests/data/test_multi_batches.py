@@ -115,6 +115,36 @@ def test_the_first_two_batches_differ_in_columns(seed):
         batches.on_epoch_end()
 
 
+def length_tokenize(texts):
+    # "a b c" -> 5 ids: the text's word count sets its padded length.
+    return [np.arange(len(t.split()) + 2) for t in texts]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_first_two_batches_differ_in_every_varying_dimension(seed):
+    # Every triplet batch pads to 8, as do half the pair batches: when batch 0 is
+    # a short pair batch, no later batch differs from it in both columns and
+    # length, and two later ones must lead instead.
+    short, long_ = "a b", "a b c d e f g h i j"
+    pairs = PairDataset([[short, short, long_, long_]] * 2, np.zeros(4, "float32"), "pairs")
+    triplets = PairDataset([[short] * 4] * 3, np.zeros(4, "float32"), "triplets")
+    batches = MultiBatches(
+        [PairBatches(pairs, length_tokenize, batch_size=2, shuffle=False, pad_to_multiple_of=8),
+         PairBatches(triplets, length_tokenize, batch_size=2, shuffle=False,
+                     pad_to_multiple_of=8)],
+        seed=seed)
+    for _ in range(3):
+        shapes = [batches[i][0]["token_ids"].shape[1:] for i in range(len(batches))]
+        assert sorted(shapes) == [(2, 8), (2, 16), (3, 8), (3, 8)]
+        assert shapes[0][0] != shapes[1][0] and shapes[0][1] != shapes[1][1], shapes
+        batches.on_epoch_end()
+
+
+def test_a_seed_of_none_draws_one():
+    tasks = [PairBatches(dataset("a", 4, 2), tokenize, batch_size=2)]
+    assert 0 <= MultiBatches(tasks, seed=None).seed < 2**32
+
+
 def test_packed_tasks_share_one_row_length():
     batches = multi(packing=True)
     assert len({batches[i][0]["token_ids"].shape[1] for i in range(len(batches))}) == 1
@@ -123,6 +153,9 @@ def test_packed_tasks_share_one_row_length():
 @pytest.mark.parametrize("kwargs, match", [
     ({"sampling": "random"}, "`sampling` should be one of"),
     ({"tasks": []}, "non-empty list"),
+    ({"seed": -1}, "`seed` should be None or an int"),
+    ({"seed": 2.7}, "`seed` should be None or an int"),
+    ({"seed": True}, "`seed` should be None or an int"),
 ])
 def test_bad_arguments_are_named(kwargs, match):
     tasks = kwargs.pop("tasks", [PairBatches(dataset("a", 4, 2), tokenize, batch_size=2)])

@@ -138,6 +138,13 @@ def test_pair_batches_repeat_the_positive_column_only(packing):
     assert differ > 0
 
 
+def test_pair_batches_refuse_repetition_without_a_positive_column():
+    sentences = _views().columns[0]
+    one_column = PairDataset([sentences], np.zeros(len(sentences)), "texts.txt")
+    with pytest.raises(ValueError, match="'texts.txt' has 1 column; it needs at least 2"):
+        PairBatches(one_column, _tokenize, batch_size=4, word_repetition=0.32)
+
+
 def test_pair_batches_repetition_is_seeded_per_row_and_epoch():
     dataset = _views(16)
 
