@@ -94,6 +94,8 @@ def packed_batches(token_lists, row_length, rows_per_batch, pad_id=0, slot_multi
         the sentences in slot order. Every pass has the same shapes: the last
         is filled with empty rows and slots.
     """
+    if len(token_lists) == 0:
+        raise ValueError("`token_lists` is empty: there is nothing to pack.")
     rows = pack_lengths([len(ids) for ids in token_lists], row_length)
     groups = [rows[i : i + rows_per_batch] for i in range(0, len(rows), rows_per_batch)]
     slots = max(sum(len(row) for row in group) for group in groups)

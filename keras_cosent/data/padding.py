@@ -14,6 +14,8 @@ into rows instead (`keras_cosent.data.packing`), whose row length is a
 import keras
 import numpy as np
 
+from keras_cosent.utils.arguments import check_positive_int
+
 
 def default_pad_to_multiple_of():
     """The padding multiple used when none is given: 1 on PyTorch, 8 elsewhere.
@@ -43,7 +45,7 @@ def padded_length(longest, pad_to_multiple_of=None, max_length=None):
     """
     if pad_to_multiple_of is None:
         pad_to_multiple_of = default_pad_to_multiple_of()
-    multiple = max(int(pad_to_multiple_of or 1), 1)
+    multiple = check_positive_int("pad_to_multiple_of", pad_to_multiple_of)
     length = -(-max(int(longest), 1) // multiple) * multiple
     if max_length is not None:
         length = min(length, max_length)

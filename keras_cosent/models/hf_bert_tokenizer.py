@@ -110,7 +110,8 @@ class HFBertTokenizer(keras_hub.models.BertTokenizer):
         strip_accents: bool, or None (the default) to strip accents exactly
             when lowercasing, as Hugging Face does.
         **kwargs: other `keras_hub.models.BertTokenizer` arguments
-            (`split_on_cjk`, `sequence_length`, ...).
+            (`split_on_cjk`, ...). Leave `sequence_length` unset for a
+            `SentenceEncoder`: its preprocessor truncates and pads itself.
 
     Example:
 

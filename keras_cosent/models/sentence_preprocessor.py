@@ -47,6 +47,14 @@ class SentencePreprocessor:
             raise ValueError(
                 "`tokenizer` is None: a SentencePreprocessor needs a keras-hub tokenizer."
             )
+        if getattr(tokenizer, "sequence_length", None) is not None:
+            # Its output would come padded: pad ids inside [CLS] ... [SEP], marked
+            # as tokens, and truncation at its length instead of `max_length`.
+            raise ValueError(
+                "`tokenizer` pads to its own sequence_length="
+                f"{tokenizer.sequence_length!r}; SentencePreprocessor truncates and pads "
+                "itself (to `max_length`). Build the tokenizer without sequence_length."
+            )
         self.tokenizer = tokenizer
         self.max_length = sentence_preprocessing.check_max_length(max_length)
         self.start_id, self.end_id = sentence_preprocessing.special_token_ids(tokenizer)
@@ -82,7 +90,8 @@ class SentencePreprocessor:
         """Tokenises and pads `texts` into a model input dict of numpy arrays.
 
         Pads to the batch's own longest sentence, rounded up to a multiple of 8
-        (`keras_cosent.data.padding.pad_batch`).
+        on JAX and TensorFlow (`keras_cosent.data.padding.pad_batch`; PyTorch
+        pads to the exact length).
 
         Returns:
             dict of `(batch, length)` numpy arrays `token_ids`, `padding_mask`,

@@ -67,6 +67,15 @@ def test_bad_arguments_are_named():
         SentencePreprocessor(_tokenizer())([])
 
 
+def test_a_tokenizer_that_pads_itself_is_refused():
+    # Its pad ids would sit inside [CLS] ... [SEP], marked as tokens.
+    import keras_hub
+
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCAB, sequence_length=6)
+    with pytest.raises(ValueError, match="sequence_length=6"):
+        SentencePreprocessor(tokenizer, max_length=16)
+
+
 def test_docstring_example_runs():
     result = doctest.testmod(sentence_preprocessor, verbose=False)
     assert result.attempted > 0 and result.failed == 0

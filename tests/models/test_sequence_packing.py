@@ -53,6 +53,19 @@ def test_pack_lengths_rejects_what_does_not_fit(lengths):
         pack_lengths(lengths, 8)
 
 
+def test_packing_nothing_is_refused():
+    with pytest.raises(ValueError, match="`token_lists` is empty"):
+        list(packed_batches([], row_length=16, rows_per_batch=3))
+
+
+@pytest.mark.parametrize("multiple", [0, -8, 2.5, True])
+def test_the_padding_multiple_is_checked(multiple):
+    from keras_cosent.data.padding import pad_batch
+
+    with pytest.raises(ValueError, match=f"`pad_to_multiple_of`={multiple!r}"):
+        pad_batch([[101, 7, 102]], pad_to_multiple_of=multiple)
+
+
 def test_packed_batches_lay_out_each_sentence_whole():
     rng = np.random.default_rng(0)
     token_lists = [
