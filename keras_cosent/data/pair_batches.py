@@ -87,7 +87,9 @@ class PairBatches(keras.utils.PyDataset):
             JAX/TensorFlow and 1 (the batch's exact length) on eager PyTorch.
         max_length: optional cap on the padded length; a tokenised text longer
             than it is an error (truncation is the tokeniser's job).
-        drop_remainder: drop the last, incomplete batch of each epoch.
+        drop_remainder: drop the last, incomplete batch of each epoch: the
+            last rows of the epoch's (shuffled) order, cut before any length
+            bucketing, so that long rows are dropped no more often than others.
         packing: lay each batch out as packed rows instead of padded columns
             (for a `SiameseEncoder` on a keras-hub `BertBackbone`): the
             sentences of every column share rows of one fixed length (the
@@ -244,11 +246,15 @@ class PairBatches(keras.utils.PyDataset):
         num_rows, size = len(self.dataset), self.batch_size
         order = rng.permutation(num_rows) if self.shuffle else np.arange(num_rows)
         bucketing = self.length_buckets > 1
+        if self.drop_remainder and not self.unique_texts:
+            # The remainder leaves before the length sort: cut after it, the rows
+            # dropped would be the longest of the last chunk, every epoch.
+            order = order[: self._num_batches * size]
         if bucketing:
             chunk = self.length_buckets * size
             order = np.concatenate([
                 part[np.argsort(self._row_lengths[part], kind="stable")]
-                for part in (order[i : i + chunk] for i in range(0, num_rows, chunk))
+                for part in (order[i : i + chunk] for i in range(0, len(order), chunk))
             ])
         stats = {"rows": num_rows, "batches": self._num_batches, "deferred": 0,
                  "dropped": 0, "oversized": 0, "conflicts": 0}

@@ -234,6 +234,23 @@ def test_drop_remainder():
         PairBatches(make_dataset(5), tokenize, batch_size=8, drop_remainder=True)
 
 
+def test_bucketing_does_not_choose_the_long_rows_to_drop():
+    # 60 rows in chunks of 32 and 28: sorting the last chunk before cutting the
+    # remainder dropped its 4 longest rows every epoch.
+    ds = make_dataset(60)
+    batches = PairBatches(ds, tokenize, batch_size=8, drop_remainder=True, seed=0,
+                          length_buckets=4)
+    lengths = batches._row_lengths
+    dropped = []
+    for _ in range(200):
+        kept = set(sum(epoch_rows(batches), []))
+        dropped.extend(set(range(60)) - kept)
+        batches.on_epoch_end()
+    assert len(dropped) == 200 * 4
+    # Mean length of the dropped rows: the rows' mean, within 4 standard errors.
+    assert abs(lengths[dropped].mean() - lengths.mean()) < 4 * lengths.std() / np.sqrt(800)
+
+
 def test_length_bucketing_reduces_padding_and_keeps_rows():
     ds = make_dataset(256)
     plain = PairBatches(ds, tokenize, batch_size=8, seed=0, pad_to_multiple_of=1)
