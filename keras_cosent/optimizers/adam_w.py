@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.utils.arguments import check_positive_float
 
 
 def _dense(gradient):
@@ -45,9 +46,9 @@ class AdamW(keras.optimizers.AdamW):
 
     One more fix: on TensorFlow, Keras checks `exclude_from_weight_decay`
     patterns against the name of the `tf.Variable` under each Keras variable
-    (`"bias:0"`), so an anchored pattern such as `"^bias$"` never matches there
-    and biases are decayed after all; this class matches the Keras variable's
-    name (`"bias"`) on every backend.
+    (`"sequential/dense/bias:0"` inside `fit`), so an anchored pattern such as
+    `"^bias$"` never matches there and biases are decayed after all; this
+    class matches the Keras variable's name (`"bias"`) on every backend.
 
     The update, for step `t` and learning rate `lr`: decayed variables are
     first multiplied by `1 - lr * weight_decay` (decoupled weight decay, as in
@@ -56,9 +57,20 @@ class AdamW(keras.optimizers.AdamW):
     The optimizer state (`m`, `v`, the step counter) is Keras' own. Other
     arguments are those of `keras.optimizers.AdamW`.
 
+    Two things Keras' AdamW leaves out of a saved model come back with this
+    one (`get_config`): the name patterns given to `exclude_from_weight_decay`
+    (`var_names`), and a learning-rate schedule's `multiplier` variable
+    (`WarmupLinearDecay`), which the optimizer tracks as one of its own
+    variables, right after the iteration counter: JAX's compiled step reads
+    only the variables it is passed, and a saved optimizer's state
+    (`model.save`, `ResumableTraining`) then holds it.
+
     Args:
         epsilon: float > 0, added to the bias-corrected `sqrt(v)`. Defaults to
             `1e-8`, PyTorch's and Hugging Face's default.
+        weight_decay_exclusions: regular expressions, as `var_names` of
+            `exclude_from_weight_decay`; variables whose name matches one
+            are not decayed.
 
     Example (a gradient as small as epsilon: PyTorch's rule takes half a step
     of the learning rate, Keras' rule about a thirtieth of one):
@@ -80,10 +92,27 @@ class AdamW(keras.optimizers.AdamW):
         https://pytorch.org/docs/stable/generated/torch.optim.AdamW.html
     """
 
-    def __init__(self, *args, epsilon=1e-8, **kwargs):
-        if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or epsilon <= 0:
-            raise ValueError(f"`epsilon` should be a float > 0. Received: `epsilon`={epsilon!r}")
-        super().__init__(*args, epsilon=float(epsilon), **kwargs)
+    def __init__(self, *args, epsilon=1e-8, weight_decay_exclusions=None, **kwargs):
+        epsilon = check_positive_float("epsilon", epsilon)
+        super().__init__(*args, epsilon=epsilon, **kwargs)
+        multiplier = getattr(self._learning_rate, "multiplier", None)
+        if isinstance(multiplier, keras.Variable):
+            # Public attribute assignment goes through the optimizer's tracker.
+            self.learning_rate_multiplier = multiplier
+        self._weight_decay_exclusions = ()
+        if weight_decay_exclusions:
+            self.exclude_from_weight_decay(var_names=list(weight_decay_exclusions))
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        super().exclude_from_weight_decay(var_list=var_list, var_names=var_names)
+        # Names are saved with the config; variables (`var_list`) cannot be.
+        self._weight_decay_exclusions = tuple(var_names or ())
+
+    def get_config(self):
+        config = super().get_config()
+        if self._weight_decay_exclusions:
+            config["weight_decay_exclusions"] = list(self._weight_decay_exclusions)
+        return config
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
@@ -117,7 +146,9 @@ class AdamW(keras.optimizers.AdamW):
         cache = self._exclude_from_weight_decay_cache
         if key not in cache:
             pattern = getattr(self, "_exclude_from_weight_decay_pattern", None)
-            name = re.sub(r":\d+$", "", variable.name)
+            # Inside TensorFlow's `fit`, `variable` is the tf.Variable, named by
+            # path ("sequential/dense/bias:0"): its last part is Keras' name.
+            name = re.sub(r":\d+$", "", variable.name).rsplit("/", 1)[-1]
             cache[key] = not (
                 key in getattr(self, "_exclude_from_weight_decay", set())
                 or (pattern is not None and re.search(pattern, name) is not None)

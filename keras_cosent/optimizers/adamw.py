@@ -28,11 +28,8 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
     Returns:
         A `keras_cosent.optimizers.AdamW` (a `TorchFusedAdamW` on the torch
         backend): the update rule of `torch.optim.AdamW` and Keras' optimizer
-        state either way. When the schedule has a `multiplier` variable
-        (`WarmupLinearDecay`), it is tracked as one of the optimizer's
-        variables, right after the iteration counter: JAX's
-        compiled step reads only the variables it is passed, and the
-        optimizer's saved state (`ResumableTraining`) then holds it.
+        state either way. A schedule's `multiplier` variable
+        (`WarmupLinearDecay`) and the exclusions are kept as `AdamW` says.
 
     Example:
 
@@ -43,14 +40,7 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
     """
     if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         check_positive_float("learning_rate", learning_rate)
-    if weight_decay is not None:
-        check_non_negative_float("weight_decay", weight_decay)
+    check_non_negative_float("weight_decay", weight_decay)
     cls = TorchFusedAdamW if keras.backend.backend() == "torch" else AdamW
-    optimizer = cls(learning_rate=learning_rate, weight_decay=weight_decay, epsilon=epsilon)
-    multiplier = getattr(learning_rate, "multiplier", None)
-    if isinstance(multiplier, keras.Variable):
-        # Public attribute assignment goes through the optimizer's tracker.
-        optimizer.learning_rate_multiplier = multiplier
-    if exclude_from_weight_decay:
-        optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
-    return optimizer
+    return cls(learning_rate=learning_rate, weight_decay=weight_decay, epsilon=epsilon,
+               weight_decay_exclusions=exclude_from_weight_decay)

@@ -219,10 +219,90 @@ def test_a_torch_compiled_step_trains_as_the_eager_one(monkeypatch):
     assert not np.allclose(compiled[0], initial[0], atol=1e-2)
 
 
-@pytest.mark.parametrize("epsilon", [0.0, -1e-8, "1e-8", True])
+@pytest.mark.parametrize("epsilon", [0.0, -1e-8, "1e-8", True, float("nan"), float("inf")])
 def test_bad_epsilon_is_named(epsilon):
     with pytest.raises(ValueError, match="`epsilon`"):
         AdamW(learning_rate=0.1, epsilon=epsilon)
+
+
+def test_fit_leaves_the_excluded_bias_undecayed():
+    # Through `fit`, where TensorFlow hands the optimizer its tf.Variables (named
+    # "sequential/dense/bias:0"), against the NumPy rule with the bias not decayed.
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(12, 3)), rng.normal(size=(12, 2))
+    kernel, bias = rng.normal(size=(3, 2)), rng.normal(size=(2,))
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.set_weights([kernel.astype("float32"), bias.astype("float32")])
+    model.compile(optimizer=adamw(0.05, weight_decay=0.5), loss="mse")
+    model.fit(x.astype("float32"), y.astype("float32"), batch_size=4, epochs=1,
+              shuffle=False, verbose=0)
+    # torch.optim.AdamW's rule, step by step, each gradient at the current weights.
+    params = [kernel, bias]
+    m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
+    for t, start in enumerate((0, 4, 8), start=1):
+        xb, yb = x[start : start + 4], y[start : start + 4]
+        # mse over the batch and both outputs: d/dout = 2 * (out - y) / (4 * 2).
+        residual = 2 * (xb @ params[0] + params[1] - yb) / 8
+        grads = [xb.T @ residual, residual.sum(axis=0)]
+        params[0] = params[0] * (1 - 0.05 * 0.5)  # the kernel is decayed, the bias not
+        for i, g in enumerate(grads):
+            m[i] = 0.9 * m[i] + 0.1 * g
+            v[i] = 0.999 * v[i] + 0.001 * g * g
+            params[i] = params[i] - 0.05 * (m[i] / (1 - 0.9**t)) / (
+                np.sqrt(v[i] / (1 - 0.999**t)) + 1e-8)
+    for got, expected in zip(model.get_weights(), params):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_a_numpy_epsilon_is_taken():
+    assert AdamW(learning_rate=0.1, epsilon=np.float32(1e-6)).epsilon == pytest.approx(1e-6)
+
+
+def test_a_saved_model_brings_back_the_optimizer_state_and_exclusions(tmp_path):
+    # Keras skips the whole optimizer state when the rebuilt optimizer has a
+    # different number of variables: the schedule's multiplier must be tracked
+    # from the config, and the no-decay patterns must be in it.
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(16, 4)).astype("float32"), rng.normal(size=(16, 2)).astype("float32")
+
+    def compiled():
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        model.compile(optimizer=adamw(WarmupLinearDecay(0.05, 20, 4), weight_decay=0.5), loss="mse")
+        return model
+
+    model = compiled()
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert int(loaded.optimizer.iterations) == 4
+    assert len(loaded.optimizer.variables) == len(model.optimizer.variables)
+    for got, want in zip(loaded.optimizer.variables, model.optimizer.variables):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(got),
+                                      keras.ops.convert_to_numpy(want))
+    bias, kernel = loaded.layers[0].bias, loaded.layers[0].kernel
+    assert not loaded.optimizer._use_weight_decay(bias)
+    assert loaded.optimizer._use_weight_decay(kernel)
+    # The next epoch trains both to the same weights.
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+    loaded.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+    for got, want in zip(loaded.get_weights(), model.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@torch_only
+def test_torch_fused_adamw_accumulates_gradients_as_adamw():
+    init, grads = make_problem(steps=6)
+    fused = TorchFusedAdamW(learning_rate=0.05, weight_decay=0.3, gradient_accumulation_steps=2)
+    plain = AdamW(learning_rate=0.05, weight_decay=0.3, gradient_accumulation_steps=2)
+    # Two accumulated gradients per step: torch.optim.AdamW on their mean.
+    mean_grads = [[(a + b) / 2 for a, b in zip(grads[i], grads[i + 1])] for i in (0, 2, 4)]
+    want = torch_adamw(init, mean_grads, [0.05] * 3, 0.3, decayed=[True, True, True])
+    for got, plain_got, expected in zip(run(fused, init, grads), run(plain, init, grads), want):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got), expected,
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(plain_got), expected,
+                                   rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("kwargs, argument", [
@@ -230,6 +310,7 @@ def test_bad_epsilon_is_named(epsilon):
     ({"learning_rate": float("nan")}, "learning_rate"), ({"learning_rate": "2e-5"}, "learning_rate"),
     ({"learning_rate": 1e-3, "weight_decay": -1}, "weight_decay"),
     ({"learning_rate": 1e-3, "weight_decay": float("inf")}, "weight_decay"),
+    ({"learning_rate": 1e-3, "weight_decay": None}, "weight_decay"),
 ])
 def test_adamw_names_a_bad_rate_or_decay(kwargs, argument):
     with pytest.raises(ValueError, match=rf"`{argument}`.*Received: `{argument}`="):
