@@ -80,8 +80,9 @@ PIECES = {
 }
 
 # mallopt(3) parameter numbers, from glibc's malloc.h, with the values `glibc_pool`
-# sets and glibc's documented defaults that `disable` restores (M_ARENA_MAX 0 means
-# "derived from the number of cores").
+# sets and glibc's documented defaults that `disable` restores. The arena limit is
+# not among them: glibc takes no value meaning "derived from the number of cores"
+# back (it ignores 0), and keeps the limit it derived once a thread asked for an arena.
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD, _M_MMAP_MAX, _M_ARENA_MAX = -1, -2, -3, -4, -8
 GLIBC_POOL_SETTINGS = (
     (_M_ARENA_MAX, 1),
@@ -90,7 +91,6 @@ GLIBC_POOL_SETTINGS = (
     (_M_TOP_PAD, 256 * 2**20),
 )
 GLIBC_DEFAULTS = (
-    (_M_ARENA_MAX, 0),
     (_M_MMAP_MAX, 65536),
     (_M_TRIM_THRESHOLD, 128 * 1024),
     (_M_TOP_PAD, 128 * 1024),
@@ -153,9 +153,10 @@ def disable(pieces=None):
     """Turns the given pieces (default: all) off, restoring what was there before.
 
     The environment variable gets its previous value back (or is removed), the
-    replaced Keras functions their originals, and glibc its default parameters
-    (though glibc's dynamic `mmap` threshold, which any setting switches off for
-    the process, stays off).
+    replaced Keras functions their originals, and glibc its default parameters,
+    with two exceptions that glibc keeps for the life of the process: its dynamic
+    `mmap` threshold, which any setting switches off, stays off, and
+    `glibc_pool`'s limit of one arena stays.
 
     Returns:
         `active()`.

@@ -478,10 +478,13 @@ def check_recipe_requires(options):
     missing = [name for name in RECIPES[options["recipe"]].requires
                if all(options.get(n) in (None, ()) for n in _alternatives(name))]
     if missing:
-        flags = ", ".join(" or ".join("--" + n.replace("_", "-") for n in _alternatives(name))
-                          for name in missing)
+        needs = []
+        for name in missing:
+            flags = ["--" + n.replace("_", "-") for n in _alternatives(name)]
+            needs.append(flags[0] if len(flags) == 1 else "one of " + ", ".join(flags))
         raise click.BadParameter(
-            f"--recipe {options['recipe']} needs {flags}", param_hint=flags
+            f"--recipe {options['recipe']} needs {' and '.join(needs)}",
+            param_hint=", ".join("--" + n.replace("_", "-") for n in missing),
         )
     # A recipe of stages (one --loss and --format per file) names how many files it
     # trains: another count would be reported against options the user never gave.

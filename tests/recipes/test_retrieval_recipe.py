@@ -267,7 +267,11 @@ def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_pa
     result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
                  "--train-retrieval", folders["train"], "--output", output)
     assert_one_line_error(
-        result, "--recipe retrieval-infonce needs --dev-retrieval or --dev-retrieval-holdout")
+        result, "--recipe retrieval-infonce needs one of --dev-retrieval, --dev-retrieval-holdout")
+    result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
+                 "--output", output)
+    assert_one_line_error(result, "--recipe retrieval-infonce needs --train-retrieval and one "
+                                  "of --dev-retrieval, --dev-retrieval-holdout")
     result = cli("train", "--train", small_train, "--dev-retrieval-holdout", 5,
                  "--output", output)
     assert_one_line_error(result, "--dev-retrieval-holdout", "give one")
