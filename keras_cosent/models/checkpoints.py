@@ -78,7 +78,10 @@ def tokenizer_kwargs(preset):
     if strip_accents is None:
         # Hugging Face's BasicTokenizer strips accents whenever it lowercases.
         strip_accents = bool(config["do_lower_case"])
-    return {"strip_accents": bool(strip_accents)}
+    # Hugging Face splits each CJK character off unless told not to.
+    split_on_cjk = config.get("tokenize_chinese_chars")
+    split_on_cjk = True if split_on_cjk is None else bool(split_on_cjk)
+    return {"strip_accents": bool(strip_accents), "split_on_cjk": split_on_cjk}
 
 
 def uses_hf_bert_tokenizer(hf_config, preset):

@@ -417,6 +417,27 @@ def test_from_hugging_face_folder_matches_transformers(tmp_path, weights):
     assert VOCAB.index("zurich") in encoder.tokenize(texts)[1]
 
 
+@pytest.mark.parametrize("split_cjk", [None, True, False])
+def test_from_checkpoint_splits_cjk_as_the_tokenizer_config_says(tmp_path, split_cjk):
+    import json
+
+    import transformers
+
+    write_tiny_hf_checkpoint(tmp_path / "ckpt")
+    vocab = ["你" if w == "piano" else "好" if w == "guitar" else "你好" if w == "tree" else w
+             for w in VOCAB]
+    (tmp_path / "ckpt" / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    config = {"do_lower_case": True, "tokenizer_class": "BertTokenizer"}
+    if split_cjk is not None:
+        config["tokenize_chinese_chars"] = split_cjk
+    (tmp_path / "ckpt" / "tokenizer_config.json").write_text(json.dumps(config))
+    encoder = SentenceEncoder.from_checkpoint(tmp_path / "ckpt", max_length=16)
+    reference = transformers.BertTokenizer.from_pretrained(str(tmp_path / "ckpt"))
+    texts = ["你好 cat", "the你好cat", "好你"]
+    assert [ids.tolist() for ids in encoder.tokenize(texts)] == [
+        reference(text)["input_ids"] for text in texts]
+
+
 def test_from_checkpoint_tanh_gelu_checkpoint_keeps_approximation(tmp_path):
     write_tiny_hf_checkpoint(tmp_path / "ckpt", hidden_act="gelu_new")
     encoder = SentenceEncoder.from_checkpoint(str(tmp_path / "ckpt"), max_length=16)
