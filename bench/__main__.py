@@ -66,6 +66,8 @@ def main(argv=None):
     p.add_argument("--size", choices=sorted(harness.SIZES), default="default")
     p.add_argument("--out", required=True)
     args = p.parse_args(rest)
+    if args.rounds < 1:
+        p.error(f"--rounds should be at least 1. Received: {args.rounds}")
     stacks = args.stacks.split(",")
     bad = [s for s in stacks if s not in ("peer", "tensorflow", "jax", "torch")]
     if bad:

@@ -243,10 +243,38 @@ def _cell(values):
     return f"{mean:.2f}" if len(values) == 1 else f"{mean:.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+# The settings that change what a run trains on or how (the rest of a line's config
+# records how its rows were made, which the row count covers).
+TRAINING_SETTINGS = ("data", "rows", "row_count", "train_limit", "epochs", "batch_size", "lr",
+                     "warmup", "weight_decay", "max_length")
+
+
+def check_once(lines):
+    """Refuses a file in which a (run, stack, seed) appears twice, as when a command is
+    rerun onto the same --out, or a run appears under two settings (a smoke run's
+    --train-limit beside the full one): its means would mix them."""
+    seen, settings = {}, {}
+    for number, line in enumerate(lines, 1):
+        key = (line["run"], line["stack"], line["seed"])
+        if key in seen:
+            raise SystemExit(
+                f"lines {seen[key]} and {number} are the same run ({line['run']}, "
+                f"{line['stack']}, seed {line['seed']}); keep one of them")
+        seen[key] = number
+        config = {k: line.get("config", {}).get(k) for k in TRAINING_SETTINGS}
+        first = settings.setdefault(line["run"], (number, config))
+        if config != first[1]:
+            changed = [k for k in TRAINING_SETTINGS if first[1][k] != config[k]]
+            raise SystemExit(
+                f"lines {first[0]} and {number} train {line['run']} under different "
+                f"settings ({', '.join(changed)}); summarize them from separate files")
+
+
 def summarize(lines):
     """Markdown table: per run and dimension, keras vs peer test Spearman (mean and range
-    over seeds), the difference of the means, and the mean wall seconds of a training
-    process on each side."""
+    over seeds), the difference of the means over the seeds both sides ran, and the
+    mean wall seconds of a training process on each side."""
+    check_once(lines)
     by_run = {}
     for line in lines:
         by_run.setdefault(line["run"], {}).setdefault(line["stack"], []).append(line)
@@ -267,8 +295,13 @@ def summarize(lines):
                 key = f"spearman@{dim}"
                 ours = [g["figures"][key] for g in mine if key in g["figures"]]
                 theirs = [g["figures"][key] for g in peer if key in g["figures"]]
-                gap = (f"{statistics.fmean(ours) - statistics.fmean(theirs):+.2f}"
-                       if ours and theirs else "-")
+                # Seed by seed: a seed only one side ran would shift one mean alone.
+                ours_by_seed = {g["seed"]: g["figures"][key] for g in mine if key in g["figures"]}
+                theirs_by_seed = {g["seed"]: g["figures"][key] for g in peer
+                                  if key in g["figures"]}
+                shared = sorted(set(ours_by_seed) & set(theirs_by_seed))
+                gap = (f"{statistics.fmean(ours_by_seed[s] - theirs_by_seed[s] for s in shared):+.2f}"
+                       if shared else "-")
                 out.append(f"| {name} | {dim} | {seeds} | {_cell(ours)} | {_cell(theirs)} | "
                            f"{gap} | {wall} |")
     return "\n".join(out)

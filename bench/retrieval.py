@@ -278,9 +278,17 @@ def check_once(lines):
     """Refuses a file in which one run (train set, test set, stack, variant, epochs,
     seed, peer mining) appears twice, as when a command is rerun onto the same --out:
     its means and pairs would count the run twice."""
-    seen = {}
+    seen, tests = {}, {}
     for number, line in enumerate(lines, 1):
         config = line["config"]
+        # The tables group and pair lines by train set: a second test set would be
+        # averaged with the first, and its lines paired with the first's.
+        first = tests.setdefault(config["train"], (number, config.get("test")))
+        if config.get("test") != first[1]:
+            raise SystemExit(
+                f"lines {first[0]} and {number} train on {config['train']} but test on "
+                f"{first[1]} and {config.get('test')}; summarize each test set from a "
+                "file of its own")
         key = (config["train"], config.get("test"), line["stack"], line.get("variant"),
                config["epochs"], line.get("seed"), config.get("peer_mining"))
         if key in seen:

@@ -148,6 +148,22 @@ def test_summary_table_means_ranges_and_gaps():
     assert len(rows) == 3
 
 
+def test_the_gap_pairs_seeds_and_a_run_counts_once_under_one_setting():
+    lines = [_line("mnrl", "keras-torch", seed, 10.0, **{"384": score})
+             for seed, score in ((1, 80.0), (2, 84.0), (3, 90.0))]
+    lines.append(_line("mnrl", "peer", 1, 10.0, **{"384": 81.0}))
+    row = [c.strip("| ") for c in losses.summarize(lines).splitlines()[2].split(" | ")]
+    # Seed 1 is the only one both sides ran: 80 - 81, not mean(80, 84, 90) - 81.
+    assert row[5] == "-1.00"
+    with pytest.raises(SystemExit, match="lines 1 and 5 are the same run"):
+        losses.summarize(lines + [_line("mnrl", "keras-torch", 1, 10.0, **{"384": 80.0})])
+    smoke = dict(_line("mnrl", "peer", 2, 10.0, **{"384": 60.0}),
+                 config={"train_limit": 64, "epochs": 1})
+    with pytest.raises(SystemExit, match=r"lines 1 and 5 train mnrl under different settings "
+                                         r"\(train_limit, epochs\)"):
+        losses.summarize(lines + [smoke])
+
+
 @pytest.mark.parametrize("scores", [[4.0, 1.0, 5.0, 2.5, 3.0, 0.0], [0.0, 1.0, 2.5, 2.0, 0.5, 1.5]])
 def test_the_peers_joint_loss_is_keras_cosents_joint_objective(scores):
     """The peer's joint loss (sentence-transformers' pieces) equals the loss that

@@ -197,3 +197,15 @@ def test_a_run_written_twice_to_the_file_is_refused():
     # the same seed of another variant, or with the peer's other mining, is another run
     assert retrieval.summary(lines + [_line("keras-torch", 1, [0.5, 0.5], variant="in-batch"),
                                       _line("peer", 1, [0.5, 0.5], mining="ours")])
+
+
+def test_a_second_test_set_for_one_train_set_is_refused():
+    # Grouped and paired by train set, its lines would be averaged with the first
+    # test set's and its keras line paired with the other set's peer line.
+    lines = [_line("keras-torch", 1, [100.0, 80.0]), _line("peer", 1, [90.0, 70.0])]
+    other = [dict(line, config=dict(line["config"], test="sts-b-zh-test"))
+             for line in (_line("keras-torch", 1, [50.0, 50.0]), _line("peer", 1, [50.0, 50.0]))]
+    with pytest.raises(SystemExit, match="lines 1 and 3 train on stsb-en-train but test on "
+                                         "None and sts-b-zh-test"):
+        retrieval.summary(lines + other)
+    assert retrieval.summary(other)
