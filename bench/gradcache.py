@@ -88,6 +88,13 @@ def run(args):
         if rows <= args.max_uncached:
             configs.append((rows, None))
     records = []
+    # Lines already in OUT stay: each invocation adds its own once it is done.
+    earlier = ""
+    if args.out and os.path.exists(args.out):
+        with open(args.out, encoding="utf-8") as f:
+            earlier = f.read()
+        if earlier and not earlier.endswith("\n"):
+            earlier += "\n"
     for rows, mini in configs:
         steps = args.steps if rows <= 256 else 1
         command = [sys.executable, "-m", "bench.gradcache", "--worker", "--rows", str(rows),
@@ -108,9 +115,10 @@ def run(args):
                       git=harness.git_state())
         print(json.dumps(record), flush=True)
         records.append(record)
-        if args.out:
-            with open(args.out, "a") as out:
-                out.write(json.dumps(record) + "\n")
+        if args.out:  # to OUT.partial until every size has run
+            harness.write_results(args.out, earlier + _jsonl(records), complete=False)
+    if args.out:
+        harness.write_results(args.out, earlier + _jsonl(records), complete=True)
     print(table(records))
 
 
@@ -147,6 +155,10 @@ def main():
         worker(args)
     else:
         run(args)
+
+
+def _jsonl(records):
+    return "".join(json.dumps(record) + "\n" for record in records)
 
 
 if __name__ == "__main__":

@@ -317,6 +317,13 @@ def main():
     if unknown:
         p.error(f"--backends: unknown {sorted(unknown)}; choose from {list(BACKENDS) + [PEER]}")
     lines = []
+    # Lines already in OUT stay: each invocation adds its own once it is done.
+    earlier = ""
+    if args.out and os.path.exists(args.out):
+        with open(args.out, encoding="utf-8") as f:
+            earlier = f.read()
+        if earlier and not earlier.endswith("\n"):
+            earlier += "\n"
     for backend in backends:
         for policy in POLICIES:
             env = dict(os.environ, KERAS_BACKEND="torch" if backend == PEER else backend)
@@ -336,10 +343,15 @@ def main():
                         load_average_after=[round(x, 2) for x in os.getloadavg()])
             lines.append(line)
             print(json.dumps(line), file=sys.stderr, flush=True)
-            if args.out:
-                with open(args.out, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(line) + "\n")
+            if args.out:  # to OUT.partial until every cell has run
+                harness.write_results(args.out, earlier + _jsonl(lines), complete=False)
+    if args.out:
+        harness.write_results(args.out, earlier + _jsonl(lines), complete=True)
     print(table(lines))
+
+
+def _jsonl(records):
+    return "".join(json.dumps(record) + "\n" for record in records)
 
 
 if __name__ == "__main__":

@@ -42,3 +42,34 @@ def test_table_divides_each_stack_by_the_peer_under_the_same_policy():
     assert rows[8] == "| peer | 0.040 | 0.020 | 0.50x | 1.00x | 1.00x |"
     assert rows[9] == "| jax | 0.020 | - | - | 0.50x | - |"
     assert rows[10] == "| torch | - | 0.050 | - | - | 2.50x |"
+
+
+def test_a_failed_cell_leaves_the_results_file_as_it_was(tmp_path, monkeypatch):
+    import json
+    import subprocess
+    import sys
+    import types
+
+    import pytest
+
+    from bench import precision_speed
+
+    out = tmp_path / "precision.jsonl"
+    out.write_text('{"earlier": 1}\n')
+    calls = []
+
+    def fake_run(cmd, **kwargs):
+        calls.append(cmd)
+        if len(calls) == 1:  # the float32 cell runs, the bfloat16 one fails
+            line = {"backend": "torch", "policy": "float32", "forward_seconds": 0.1}
+            return types.SimpleNamespace(returncode=0, stdout=json.dumps(line) + "\n", stderr="")
+        return types.SimpleNamespace(returncode=1, stdout="", stderr="boom")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(sys, "argv", ["precision-speed", "--backends", "torch", "--out", str(out)])
+    with pytest.raises(SystemExit, match="torch mixed_bfloat16 failed"):
+        precision_speed.main()
+    assert out.read_text() == '{"earlier": 1}\n'
+    partial = (tmp_path / "precision.jsonl.partial").read_text().splitlines()
+    assert json.loads(partial[0]) == {"earlier": 1}
+    assert json.loads(partial[1])["policy"] == "float32"
