@@ -6,10 +6,11 @@ the FLOPs of one CoSENT training pair and one encoded sentence of the packaged
 all-MiniLM-L6-v2 at the STS-B sentences' own lengths (the useful work, which no
 layout goes below; since the keras stacks pack, they compute fewer padding
 positions than a padded layout, so padded lengths would no longer bound them),
-and, given the JSON of the speed script at commit fdca9ec, reports the fraction of the ceiling each
-stack reaches.
+and so the most train pairs and encoded sentences per second the machine could
+reach. A stack's share of that ceiling is its pairs (or sentences) per second
+from `python -m bench report bench/results/speed.jsonl`, divided by the ceiling.
 
-    .venv/bin/python bench/machine_limit.py --speed-json bench/results/speed.json
+    .venv/bin/python -m bench tool machine-limit
 """
 
 import argparse
@@ -112,19 +113,13 @@ def encode_lengths(counts, batch_size=32, max_length=64, multiple=1):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--speed-json", default=None)
-    p.add_argument("--pairs", type=int, default=None,
-                   help="training pairs to count lengths over (default: the speed JSON's, else 512)")
+    p.add_argument("--pairs", type=int, default=512,
+                   help="training pairs to count lengths over (the speed suite's default)")
     args = p.parse_args()
     rates = matmul_rates()
     peak = max(rates.values())
     for k, v in rates.items():
         print(f"matmul float32 1024^3 {k:<11} {v / 1e9:7.1f} GFLOP/s")
-    if args.pairs is None:
-        args.pairs = 512
-        if args.speed_json:
-            with open(args.speed_json) as f:
-                args.pairs = json.load(f)["args"]["pairs"]
     # The work counted is the useful work: every sentence at its own length, which
     # is what packed rows come within 11-21% of (BENCHMARKS.md, session 10). Padded
     # layouts (the peer's, and keras' before packing) do more; shown for reference.
@@ -146,18 +141,6 @@ def main():
           f"{peak / enc_fwd:.0f} encoded sentences/s")
     out = {"matmul_flops": rates, "train_flops_per_pair": train_pair,
            "forward_flops_per_sentence": fwd, "encode_flops_per_sentence": enc_fwd}
-    if args.speed_json:
-        with open(args.speed_json) as f:
-            speed = json.load(f)
-        print(f"\n{'stack':<12}{'train pairs/s':>14}{'% of peak':>10}{'encode sent/s':>15}{'% of peak':>10}")
-        for row in speed["summary"]:
-            frac = row["train_pairs_per_s"] * train_pair / peak
-            efrac = row["encode_sentences_per_s"] * enc_fwd / peak
-            print(f"{row['stack']:<12}{row['train_pairs_per_s']:>14.2f}{100 * frac:>9.1f}%"
-                  f"{row['encode_sentences_per_s']:>15.1f}{100 * efrac:>9.1f}%")
-            row["train_fraction_of_peak"] = frac
-            row["encode_fraction_of_peak"] = efrac
-        out["speed"] = speed["summary"]
     print(json.dumps(out))
 
 
