@@ -89,12 +89,7 @@ def run(args):
             configs.append((rows, None))
     records = []
     # Lines already in OUT stay: each invocation adds its own once it is done.
-    earlier = ""
-    if args.out and os.path.exists(args.out):
-        with open(args.out, encoding="utf-8") as f:
-            earlier = f.read()
-        if earlier and not earlier.endswith("\n"):
-            earlier += "\n"
+    earlier = harness.earlier_results(args.out)
     for rows, mini in configs:
         steps = args.steps if rows <= 256 else 1
         command = [sys.executable, "-m", "bench.gradcache", "--worker", "--rows", str(rows),

@@ -129,6 +129,16 @@ def write_results(path, text, complete):
         os.remove(partial)
 
 
+def earlier_results(path):
+    """The lines the results file `path` holds (ending in a newline), or "" when
+    there is none: a tool that adds lines to a file writes them after these."""
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
 def read_lines(path):
     with open(path) as f:
         return [json.loads(l) for l in f if l.strip()]

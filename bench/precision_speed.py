@@ -318,12 +318,7 @@ def main():
         p.error(f"--backends: unknown {sorted(unknown)}; choose from {list(BACKENDS) + [PEER]}")
     lines = []
     # Lines already in OUT stay: each invocation adds its own once it is done.
-    earlier = ""
-    if args.out and os.path.exists(args.out):
-        with open(args.out, encoding="utf-8") as f:
-            earlier = f.read()
-        if earlier and not earlier.endswith("\n"):
-            earlier += "\n"
+    earlier = harness.earlier_results(args.out)
     for backend in backends:
         for policy in POLICIES:
             env = dict(os.environ, KERAS_BACKEND="torch" if backend == PEER else backend)
