@@ -158,7 +158,6 @@ class MultiBatches(keras.utils.PyDataset):
 
         if not varying or differs(0, 1):
             return
-        first = 0
         partner = next((j for j in range(2, len(schedule)) if differs(0, j)), None)
         if partner is None:
             # Batch 0 shares its column count or its length with every other
