@@ -111,9 +111,9 @@ def run(args):
         print(json.dumps(record), flush=True)
         records.append(record)
         if args.out:  # to OUT.partial until every size has run
-            harness.write_results(args.out, earlier + _jsonl(records), complete=False)
+            harness.write_results(args.out, earlier + harness.jsonl(records), complete=False)
     if args.out:
-        harness.write_results(args.out, earlier + _jsonl(records), complete=True)
+        harness.write_results(args.out, earlier + harness.jsonl(records), complete=True)
     print(table(records))
 
 
@@ -150,10 +150,6 @@ def main():
         worker(args)
     else:
         run(args)
-
-
-def _jsonl(records):
-    return "".join(json.dumps(record) + "\n" for record in records)
 
 
 if __name__ == "__main__":

@@ -129,6 +129,11 @@ def write_results(path, text, complete):
         os.remove(partial)
 
 
+def jsonl(rows):
+    """`rows` as JSON lines, each ending in a newline."""
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
 def earlier_results(path):
     """The lines the results file `path` holds (ending in a newline), or "" when
     there is none: a tool that adds lines to a file writes them after these."""

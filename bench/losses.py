@@ -293,16 +293,15 @@ def summarize(lines):
                            if key.startswith("spearman@")}, reverse=True)
             for dim in dims:
                 key = f"spearman@{dim}"
-                ours = [g["figures"][key] for g in mine if key in g["figures"]]
-                theirs = [g["figures"][key] for g in peer if key in g["figures"]]
-                # Seed by seed: a seed only one side ran would shift one mean alone.
-                ours_by_seed = {g["seed"]: g["figures"][key] for g in mine if key in g["figures"]}
-                theirs_by_seed = {g["seed"]: g["figures"][key] for g in peer
-                                  if key in g["figures"]}
-                shared = sorted(set(ours_by_seed) & set(theirs_by_seed))
-                gap = (f"{statistics.fmean(ours_by_seed[s] - theirs_by_seed[s] for s in shared):+.2f}"
+                # By seed (check_once allows one line per seed): the gap pairs them, as
+                # a seed only one side ran would shift one mean alone.
+                ours = {g["seed"]: g["figures"][key] for g in mine if key in g["figures"]}
+                theirs = {g["seed"]: g["figures"][key] for g in peer if key in g["figures"]}
+                shared = sorted(set(ours) & set(theirs))
+                gap = (f"{statistics.fmean(ours[s] - theirs[s] for s in shared):+.2f}"
                        if shared else "-")
-                out.append(f"| {name} | {dim} | {seeds} | {_cell(ours)} | {_cell(theirs)} | "
+                out.append(f"| {name} | {dim} | {seeds} | {_cell(list(ours.values()))} | "
+                           f"{_cell(list(theirs.values()))} | "
                            f"{gap} | {wall} |")
     return "\n".join(out)
 

@@ -339,14 +339,10 @@ def main():
             lines.append(line)
             print(json.dumps(line), file=sys.stderr, flush=True)
             if args.out:  # to OUT.partial until every cell has run
-                harness.write_results(args.out, earlier + _jsonl(lines), complete=False)
+                harness.write_results(args.out, earlier + harness.jsonl(lines), complete=False)
     if args.out:
-        harness.write_results(args.out, earlier + _jsonl(lines), complete=True)
+        harness.write_results(args.out, earlier + harness.jsonl(lines), complete=True)
     print(table(lines))
-
-
-def _jsonl(records):
-    return "".join(json.dumps(record) + "\n" for record in records)
 
 
 if __name__ == "__main__":

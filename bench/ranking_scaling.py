@@ -213,7 +213,7 @@ def main():
         rows = run_all(sizes, args.repeats, args.scale, args.matrix_limit_gib)
         from bench import harness
 
-        harness.write_results(args.out, "".join(json.dumps(row) + "\n" for row in rows),
+        harness.write_results(args.out, harness.jsonl(rows),
                               complete=True)
     plot(rows, plot_path)
     print(table(rows))

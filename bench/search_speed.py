@@ -32,7 +32,6 @@ differently).
 import argparse
 import importlib.metadata
 import inspect
-import json
 import statistics
 import time
 
@@ -197,7 +196,7 @@ def main():
     for size in sizes:
         rows.extend({**row, **context} for row in measure(
             args.queries, size, args.dim, args.k, args.rounds, args.full_sort_limit))
-        harness.write_results(args.out, "".join(json.dumps(row) + "\n" for row in rows),
+        harness.write_results(args.out, harness.jsonl(rows),
                               complete=size == sizes[-1])
         print(table([r for r in rows if r["corpus"] == size]), flush=True)
     print()
