@@ -204,6 +204,30 @@ def rank():
     return 0
 
 
+def shared_seed(seed):
+    """`seed`, or under PyTorch ranks rank 0's: every rank must shuffle the same way.
+
+    Each rank reads its slice of every global batch (`shard_batches`), so the
+    ranks must agree on the batches: an unseeded run (`seed=None` draws a
+    seed from NumPy's global generator) draws one per process, and the ranks'
+    slices would then come from different shuffles, repeating some rows and
+    missing others. A no-op on one process.
+
+    Example:
+
+    >>> import keras_cosent
+    >>> keras_cosent.distributed.shared_seed(7)
+    7
+    """
+    if _torch_world() == 1:
+        return seed
+    import torch.distributed as dist
+
+    values = [seed]
+    dist.broadcast_object_list(values, src=0)
+    return values[0]
+
+
 # === The gather ===
 
 
@@ -254,7 +278,11 @@ def gather_global(x):
     if backend == "tensorflow":
         import tensorflow as tf
 
-        return tf.distribute.get_replica_context().all_gather(x, axis=0)
+        gathered = tf.distribute.get_replica_context().all_gather(x, axis=0)
+        # The gather loses the static shape; a loss that reads it (AnglE splits the
+        # embedding dimension in halves) needs every axis but the batch's back.
+        gathered.set_shape([None, *x.shape[1:]])
+        return gathered
     import torch
     import torch.distributed.nn.functional as distributed_functional
 
@@ -293,6 +321,25 @@ def replica_loss(compute):
     return loss / replicas
 
 
+def global_loss(compute, y, y_pred, sample_weight):
+    """`compute(y, y_pred, sample_weight)` over the global batch, as one replica returns it.
+
+    Gathers each replica's labels, predictions and sample weights in replica
+    order (`gather_global`) and scales the result (`replica_loss`); outside a
+    data-parallel step, `compute` of the arguments as they are. The training
+    models' `compute_loss` goes through here, so that in-batch losses span
+    every device's rows and a per-row loss logs the global batch's mean (a
+    PyTorch rank would otherwise log its slice's).
+    """
+    if replicas_in_step() == 1:
+        return compute(y, y_pred, sample_weight)
+    y, y_pred, sample_weight = (
+        keras.tree.map_structure(gather_global, value) if value is not None else None
+        for value in (y, y_pred, sample_weight)
+    )
+    return replica_loss(lambda: compute(y, y_pred, sample_weight))
+
+
 def replica_value(compute):
     """What one replica logs for a value over the gathered global batch (a loss term).
 
@@ -316,10 +363,13 @@ def prepare_model(model):
 
     PyTorch: copies rank 0's weights to every rank and averages each trainable
     weight's gradient over the ranks as soon as backward accumulates it (what
-    `DistributedDataParallel` does, without its bucketing). Called once, by
-    `SiameseEncoder.compile`.
+    `DistributedDataParallel` does, without its bucketing). Called by the
+    `compile` of every training model (`SiameseEncoder` and its subclasses,
+    `SoftmaxClassifierModel`), whose weights must all be built by then. A
+    weight already prepared (an encoder compiled inside one training model,
+    then another) keeps its one averaging hook.
     """
-    if _torch_world() == 1 or getattr(model, "_keras_cosent_data_parallel", False):
+    if _torch_world() == 1:
         return
     import torch
     import torch.distributed as dist
@@ -335,8 +385,10 @@ def prepare_model(model):
         parameter.grad.div_(world)
 
     for variable in model.trainable_weights:
-        variable.value.register_post_accumulate_grad_hook(average)
-    model._keras_cosent_data_parallel = True
+        parameter = variable.value
+        if not getattr(parameter, "_keras_cosent_averaged", False):
+            parameter.register_post_accumulate_grad_hook(average)
+            parameter._keras_cosent_averaged = True
 
 
 class ShardedBatches(keras.utils.PyDataset):

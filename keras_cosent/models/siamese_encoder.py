@@ -113,17 +113,11 @@ class SiameseEncoder(keras.Model):
         ranking pairs span every device's rows, and the returned value is
         scaled so that the replicas' gradients add up to one device's.
         """
-        if distributed.replicas_in_step() == 1:
-            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        y, y_pred, sample_weight = (
-            keras.tree.map_structure(distributed.gather_global, value)
-            if value is not None else None
-            for value in (y, y_pred, sample_weight)
-        )
-        return distributed.replica_loss(
-            lambda: super(SiameseEncoder, self).compute_loss(
+        return distributed.global_loss(
+            lambda y, y_pred, sample_weight: super(SiameseEncoder, self).compute_loss(
                 x, y, y_pred, sample_weight, training=training
-            )
+            ),
+            y, y_pred, sample_weight,
         )
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):

@@ -2,8 +2,10 @@
 
 import keras
 
+from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.layers.softmax_classifier_head import SoftmaxClassifierHead
+from keras_cosent.models import compile_config
 
 
 @keras_cosent_export
@@ -58,6 +60,41 @@ class SoftmaxClassifierModel(keras.Model):
         self.encoder = siamese.encoder
         self.num_labels = int(num_labels)
         self.head = SoftmaxClassifierHead(self.num_labels)
+
+    def compile(self, *args, **kwargs):
+        """`keras.Model.compile`, readying the model for data-parallel training.
+
+        The head is built here (its input is the encoder's embeddings), so
+        that under PyTorch ranks every weight starts from rank 0's values and
+        has its gradient averaged over the ranks
+        (`keras_cosent.distributed.prepare_model`).
+        """
+        super().compile(*args, **kwargs)
+        # Saved as given, so that "auto" resolves afresh on the backend that loads it.
+        compile_config.record_jit_compile(self, kwargs.get("jit_compile", "auto"))
+        embedding_dim = getattr(self.encoder, "embedding_dim", None)
+        if not self.head.built and embedding_dim is not None:
+            self.head.build((None, 2, embedding_dim))
+        distributed.prepare_model(self)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The loss over the global batch, when a batch is split over devices.
+
+        As `SiameseEncoder.compute_loss`: every replica returns (and logs) the
+        mean over all the devices' pairs, scaled so that the replicas'
+        gradients add up to one device's.
+        """
+        return distributed.global_loss(
+            lambda y, y_pred, sample_weight: super(SoftmaxClassifierModel, self).compute_loss(
+                x, y, y_pred, sample_weight, training=training
+            ),
+            y, y_pred, sample_weight,
+        )
+
+    def compile_from_config(self, config):
+        """Compiles a loaded model through `compile` (Keras skips models that override
+        it: `keras_cosent.models.compile_config`)."""
+        compile_config.compile_from_config(self, config)
 
     def call(self, inputs, training=None):
         return self.head(self.siamese(inputs, training=training), training=training)

@@ -38,6 +38,7 @@ from keras_cosent.utils.arguments import check_bool
 from keras_cosent.utils.arguments import check_non_negative_float
 from keras_cosent.utils.arguments import check_positive_float
 from keras_cosent.utils.arguments import check_positive_int
+from keras_cosent.utils.arguments import check_seed
 from keras_cosent.utils.arguments import is_number
 from keras_cosent.utils.truncation import check_matryoshka_dims
 
@@ -211,6 +212,9 @@ def build(
             f"encoder and call `build` inside `keras_cosent.distributed.data_parallel"
             f"({devices!r})` (on PyTorch, launched by `torchrun --nproc_per_node {devices!r}`)."
         )
+    if replicas > 1:
+        # Drawn here when None, and rank 0's on every PyTorch rank.
+        seed = distributed.shared_seed(check_seed("seed", seed))
     if batch_size % replicas:
         raise ValueError(
             f"`batch_size`={batch_size} does not split over {replicas} devices; use a "

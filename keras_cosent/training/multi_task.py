@@ -13,6 +13,7 @@ import collections
 import dataclasses
 from typing import Optional
 
+from keras_cosent import distributed
 from keras_cosent.data.multi_batches import SAMPLINGS
 from keras_cosent.data.multi_batches import MultiBatches
 from keras_cosent.data.pair_batches import PairBatches
@@ -142,6 +143,9 @@ def build_multi(
             packing, matryoshka_dims: as in `keras_cosent.training.build`, for
             every task (`matryoshka_dims` wraps each task's loss).
 
+    A multi-dataset run trains on one device: `build_multi` inside
+    `keras_cosent.distributed.data_parallel` with several devices raises.
+
     Returns:
         A `MultiTrainingSetup`.
 
@@ -175,6 +179,14 @@ def build_multi(
     if sampling not in SAMPLINGS:
         raise ValueError(f"`sampling` should be one of {SAMPLINGS}. Received: `sampling`={sampling!r}")
     check_training_arguments(encoder, batch_size, epochs, learning_rate, warmup, weight_decay)
+    replicas = distributed.num_replicas()
+    if replicas > 1:
+        # Its batches are neither split over the devices nor gathered: each PyTorch
+        # rank would train on whole batches of its own.
+        raise ValueError(
+            f"A multi-dataset run trains on one device; this runs on {replicas} "
+            "(`keras_cosent.distributed.data_parallel`). Call `build_multi` outside it."
+        )
     if matryoshka_dims is not None:
         matryoshka_dims = check_matryoshka_dims(
             matryoshka_dims, encoder.embedding_dim, "matryoshka_dims"

@@ -18,6 +18,7 @@ rows at a time), the one-device runs without it.
 """
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -39,7 +40,8 @@ def _split_cpu():
 def make_data(loss_name, seed=0):
     """`STEPS` global batches `(x, y)` of random token ids, fixed by `seed`."""
     rng = np.random.default_rng(seed)
-    columns = {"infonce": 3, "cosent": 2, "supcon": 2, "matryoshka-infonce": 2, "joint": 2}[loss_name]
+    columns = {"infonce": 3, "cosent": 2, "angle": 2, "softmax": 2, "supcon": 2,
+               "matryoshka-infonce": 2, "joint": 2}[loss_name]
     rows, length = BATCH * STEPS, 6
     token_ids = rng.integers(5, 30, size=(rows, columns, length)).astype("int32")
     mask = np.ones((rows, columns, length), bool)
@@ -47,8 +49,10 @@ def make_data(loss_name, seed=0):
     token_ids = np.where(mask, token_ids, 0).astype("int32")
     x = {"token_ids": token_ids, "padding_mask": mask,
          "segment_ids": np.zeros_like(token_ids)}
-    if loss_name == "cosent":
+    if loss_name in ("cosent", "angle"):
         y = rng.uniform(0, 5, size=rows).astype("float32")
+    elif loss_name == "softmax":
+        y = rng.integers(0, 3, size=rows).astype("int32")  # NLI classes
     else:
         # Repeated ids across the two halves of each batch: group masks and
         # SupCon positives cross devices.
@@ -78,6 +82,12 @@ def make_loss(loss_name):
         return keras_cosent.losses.InfoNCELoss(temperature=0.1, mask_false_negatives=True)
     if loss_name == "cosent":
         return keras_cosent.losses.CoSENTLoss(scale=20.0)
+    if loss_name == "angle":
+        # Reads the embeddings' static dimension, which TensorFlow's gather dropped.
+        return keras_cosent.losses.AnglELoss()
+    if loss_name == "softmax":
+        # No gather: a per-pair loss on a head the model (not the encoder) holds.
+        return keras_cosent.losses.SoftmaxLoss(num_labels=3)
     if loss_name == "supcon":
         return keras_cosent.losses.SupConLoss(temperature=0.1)
     if loss_name == "joint":
@@ -111,6 +121,8 @@ def train(loss_name, devices, mini_batch_size=None):
             model = keras_cosent.models.CachedSiameseEncoder(encoder, mini_batch_size)
         else:
             model = keras_cosent.models.SiameseEncoder(encoder)
+        if loss_name == "softmax":
+            model = keras_cosent.models.SoftmaxClassifierModel(model, num_labels=3)
         model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
                       loss=make_loss(loss_name))
         # The loss, then any terms it logs (`loss_<name>`), per step.
@@ -120,7 +132,10 @@ def train(loss_name, devices, mini_batch_size=None):
         )
         model.fit(distributed.shard_batches(make_batches(x, y)), epochs=1, shuffle=False, verbose=0,
                   callbacks=[record])
-        weights = {v.path: keras.ops.convert_to_numpy(v.value) for v in model.weights}
+        # Keyed by position too: a layer Keras named in an earlier run of this process
+        # makes the next one's name unique (`softmax_classifier_head_1`).
+        weights = {f"{index:03d} {re.sub(r'_[0-9]+(?=/)', '', v.path)}":
+                   keras.ops.convert_to_numpy(v.value) for index, v in enumerate(model.weights)}
     return np.array(losses), weights
 
 

@@ -73,20 +73,25 @@ def test_save_and_load(tmp_path, tiny_encoder):
 
 def _compiled_models():
     # Each overrides `compile`, which Keras alone does not redo on loading.
+    scores = np.array([5.0, 3.0, 4.0, 1.0], dtype="float32")
     encoder = make_tiny_encoder(num_layers=1)
     yield "SiameseEncoder+JointLoss", SiameseEncoder(encoder), keras_cosent.losses.JointLoss(
         [keras_cosent.losses.CoSENTLoss(scale=10.0), keras_cosent.losses.InfoNCELoss()],
-        weights=[1.0, 0.5])
+        weights=[1.0, 0.5]), scores
     encoder = make_tiny_encoder(num_layers=1)
     yield "CachedSiameseEncoder", keras_cosent.models.CachedSiameseEncoder(
-        encoder, mini_batch_size=2), keras_cosent.losses.CoSENTLoss(scale=10.0)
+        encoder, mini_batch_size=2), keras_cosent.losses.CoSENTLoss(scale=10.0), scores
+    encoder = make_tiny_encoder(num_layers=1)
+    # Its head is built in `compile`, and must take the saved weights back.
+    yield "SoftmaxClassifierModel", keras_cosent.models.SoftmaxClassifierModel(
+        SiameseEncoder(encoder), num_labels=3), keras_cosent.losses.SoftmaxLoss(num_labels=3), \
+        np.array([0, 2, 1, 0], dtype="int32")
 
 
-@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("index", [0, 1, 2])
 def test_compiled_model_comes_back_compiled_from_a_keras_file(tmp_path, index):
-    name, model, loss = list(_compiled_models())[index]
+    name, model, loss, y = list(_compiled_models())[index]
     x = _batch(model.encoder, [row[:2] for row in PAIRS])
-    y = np.array([5.0, 3.0, 4.0, 1.0], dtype="float32")
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss)
     model.train_on_batch(x, y)
     path = tmp_path / "model.keras"

@@ -105,6 +105,16 @@ def test_bad_tasks_are_named(tasks, match):
         build_multi(tiny_encoder(), tasks, batch_size=2)
 
 
+def test_several_devices_are_refused(monkeypatch):
+    # Its batches are neither split nor gathered; tests/distributed/test_build.py
+    # checks this inside a real two-device context on every backend.
+    from keras_cosent import distributed
+
+    monkeypatch.setattr(distributed, "num_replicas", lambda: 2)
+    with pytest.raises(ValueError, match="trains on one device; this runs on 2"):
+        build_multi(tiny_encoder(), [(pairs(), "cosent")], batch_size=2)
+
+
 def test_bad_sampling_is_named():
     with pytest.raises(ValueError, match="`sampling` should be one of"):
         build_multi(tiny_encoder(), [(pairs(), "cosent")], sampling="random")
