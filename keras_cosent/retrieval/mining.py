@@ -6,8 +6,9 @@ the corpus is searched exactly in chunks (`keras_cosent.retrieval.top_k`, memory
 bounded) for the `range_max` best candidates by cosine; every known positive of
 the query is removed; the rank window `[range_min, range_max)` of what remains
 is kept; a candidate is then dropped when `score > positive_score - margin`
-(absolute margin) or `score > positive_score * (1 - relative_margin)` (relative
-margin), because the nearest neighbours above the positive are often unlabelled
+(absolute margin) or `score > positive_score - |positive_score| * relative_margin`
+(relative margin: `positive_score * (1 - relative_margin)` for a positive score,
+and below the positive, not above it, for a negative one), because the nearest neighbours above the positive are often unlabelled
 positives. From the survivors `num_negatives` are taken, the best ones
 (`sampling="top"`) or a seeded random draw in rank order (`sampling="random"`).
 
@@ -156,7 +157,9 @@ def mine_hard_negatives(
             ints with `0 <= range_min < range_max`.
         margin: absolute margin below the positive's score (a finite number),
             or `None`.
-        relative_margin: relative margin in [0, 1), or `None`.
+        relative_margin: relative margin in [0, 1), or `None`: candidates
+            scoring above `positive_score - |positive_score| * relative_margin`
+            are dropped.
         sampling: `"top"` or `"random"` (seeded by `seed`).
         fill: `None` (a row keeps the negatives it found) or `"random"`
             (missing negatives are drawn at random, seeded by `seed`, from the
@@ -327,7 +330,8 @@ def mine_hard_negatives(
             def passes(s):
                 # Works on one score or an array of them.
                 return (True if margin is None else s <= pos_score - margin) & (
-                    True if relative_margin is None else s <= pos_score * (1 - relative_margin)
+                    True if relative_margin is None
+                    else s <= pos_score - abs(pos_score) * relative_margin
                 )
 
             kept = [j for s, j in candidates if passes(s)]

@@ -6,6 +6,7 @@ from recipes.context import pass_environment
 from recipes.errors import CliError
 from recipes.errors import one_line
 from recipes.options import backend_option
+from recipes.output_files import refuse_input
 from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_json
 
@@ -29,6 +30,7 @@ def check_serving(env, export_dir, json_path):
     and fails when it cannot.
     """
     if json_path is not None:
+        refuse_input(json_path, "--json", export_dir)
         refuse_unwritable(json_path, "--json")
     env.activate_backend()
     from keras_cosent.export import audit_saved_model

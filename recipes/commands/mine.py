@@ -68,7 +68,8 @@ def blank_line_between_records(path):
               help="Drop candidates whose cosine exceeds the positive's minus this margin.")
 @click.option("--relative-margin", type=FiniteFloatRange(min=0, max=1, max_open=True),
               default=None, show_default="none",
-              help="Drop candidates whose cosine exceeds the positive's times (1 - this).")
+              help="Drop candidates whose cosine exceeds the positive's minus this fraction of "
+                   "its magnitude (times 1 - this, for a positive cosine).")
 @click.option("--sampling", type=click.Choice(("top", "random")), default="top",
               show_default=True,
               help="top: the best surviving candidates; random: a seeded draw among them.")

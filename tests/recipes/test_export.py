@@ -23,6 +23,15 @@ def test_check_serving_needs_a_version_directory(cli, tmp_path):
     assert_one_line_error(result, f"{tmp_path / 'saved_model.pb'} is not a SavedModel")
 
 
+def test_check_serving_json_never_replaces_a_file_of_the_savedmodel(cli, tmp_path):
+    # Refused before the SavedModel is read: the audit would overwrite its graph.
+    graph = tmp_path / "saved_model.pb"
+    graph.write_bytes(b"the graph\n")
+    result = cli("check-serving", tmp_path, "--json", graph)
+    assert_one_line_error(result, f"--json {graph} would replace a file of the input folder")
+    assert graph.read_bytes() == b"the graph\n"
+
+
 def test_export_st_writes_a_folder_the_peer_embeds_as_the_run_does(cli, trained_run, tmp_path):
     import sentence_transformers as st
     from keras_cosent.models import load_encoder

@@ -123,6 +123,20 @@ def test_relative_margin_and_range_and_shortfall():
     assert rows[0][2:] == ["text n1", "text n2"]
 
 
+def test_relative_margin_below_a_negative_positive_cosine():
+    # Positive at 120 deg (cos -0.5): sentence-transformers' relative margin keeps
+    # candidates up to -0.5 - 0.5 * 0.1 = -0.55, below the positive, as it does for
+    # a positive cosine. "above" (115 deg, -0.423) outscores the positive; "close"
+    # (122 deg, -0.530) is within the margin; "below" (130 deg, -0.643) passes.
+    # (1 - 0.1) times the positive (-0.45) would keep the first two.
+    angles = {"pos": 120, "above": 115, "close": 122, "below": 130}
+    rows, _ = mine_hard_negatives(
+        {"q": "the query"}, {d: f"text {d}" for d in angles}, {"q": {"pos": 1}},
+        query_embeddings=Q_EMB, corpus_embeddings=np.stack([unit(a) for a in angles.values()]),
+        num_negatives=3, relative_margin=0.1)
+    assert rows == [["the query", "text pos", "text below"]]
+
+
 def test_random_fill_completes_short_rows_with_documents_the_margin_accepts():
     # As above, "pos" keeps n3 and may add only documents under 0.606 outside the
     # positives: "far" alone, so the row stays one short. "other_pos" (threshold
