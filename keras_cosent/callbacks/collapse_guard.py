@@ -163,7 +163,12 @@ class CollapseGuard(keras.callbacks.Callback):
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is None:
             raise ValueError("CollapseGuard needs a compiled model: the model has no optimizer.")
-        rate = compat.optimizer_learning_rate(optimizer)
+        # Under float16 loss scaling Keras wraps the optimizer; the wrapper's own rate
+        # is unused, the inner optimizer's drives the update.
+        inner = optimizer
+        while isinstance(inner, keras.optimizers.LossScaleOptimizer):
+            inner = inner.inner_optimizer
+        rate = compat.optimizer_learning_rate(inner)
         if isinstance(rate, keras.Variable):
             variable = rate
         elif isinstance(getattr(rate, "multiplier", None), keras.Variable):

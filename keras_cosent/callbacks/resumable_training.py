@@ -164,6 +164,12 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
                 f"Received: `backup_dir`={backup_dir!r}"
             )
         delete_checkpoint = check_bool("delete_checkpoint", delete_checkpoint)
+        if isinstance(stateful, (str, bytes)) or not hasattr(stateful, "__iter__"):
+            # One callback given bare would fail in `list` with "not iterable".
+            raise TypeError(
+                "`stateful` should be a list of callbacks, e.g. `stateful=[guard]`. "
+                f"Received: `stateful` of type {type(stateful).__name__}"
+            )
         stateful = list(stateful)
         for callback in stateful:
             if not (callable(getattr(callback, "get_state", None))

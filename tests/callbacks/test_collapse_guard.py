@@ -200,6 +200,24 @@ def test_a_constant_learning_rate_is_multiplied_too():
     np.testing.assert_allclose(w[2] - w[1], -0.025, rtol=1e-5)
 
 
+def test_under_float16_loss_scaling_the_rate_the_update_uses_is_lowered():
+    # Keras wraps the optimizer in a LossScaleOptimizer, whose own `learning_rate`
+    # variable is unused: the guard must lower the inner optimizer's schedule.
+    policy = keras.config.dtype_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model, schedule = _model()
+        guard = CollapseGuard(factor=0.5, patience=1, verbose=0)
+        _, w = _fit(model, [0.5, 0.8, 0.3, 0.9], guard, epochs=4)
+    finally:
+        keras.mixed_precision.set_global_policy(policy)
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert guard.fired_epochs == [2] and w[2] == w[1]
+    assert float(keras.ops.convert_to_numpy(schedule.multiplier)) == 0.5
+    # Epoch 3's step, after the firing, moves w by half the schedule's rate.
+    np.testing.assert_allclose(w[3] - w[2], -_rate(3, 0.5), rtol=1e-5)
+
+
 def test_missing_monitor_is_named():
     model, _ = _model()
     guard = CollapseGuard(monitor="dev_spearman", verbose=0)

@@ -256,6 +256,14 @@ def test_bad_arguments_are_named(tmp_path, kwargs, match):
         ResumableTraining(**arguments)
 
 
+def test_one_stateful_callback_given_bare_is_named(tmp_path):
+    from keras_cosent.callbacks import CollapseGuard
+
+    with pytest.raises(TypeError, match=re.escape("`stateful=[guard]`. Received: `stateful` "
+                                                  "of type CollapseGuard")):
+        ResumableTraining(tmp_path, _setup()[0].batches, stateful=CollapseGuard())
+
+
 def test_batches_without_set_epoch_are_refused(tmp_path):
     with pytest.raises(TypeError, match="set_epoch"):
         ResumableTraining(tmp_path, [1, 2, 3])
