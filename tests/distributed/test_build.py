@@ -9,25 +9,17 @@ are neither split over devices nor gathered, must refuse to build there.
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import pytest
 
+from tests.distributed.launch import run_on_two_devices
+
 WORKER = os.path.join(os.path.dirname(__file__), "build_worker.py")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_worker(out, backend):
-    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=ROOT,
-               XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    command = [sys.executable, WORKER, str(out)]
-    if backend == "torch":
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   "--nproc_per_node", "2", *command[1:]]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-4000:]
+    run_on_two_devices(WORKER, out, backend)
     with open(out / "result.json") as f:
         return json.load(f)
 

@@ -16,33 +16,21 @@ every rank must log the same values.
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import pytest
 import pytrec_eval  # noqa: F401  (the worker's reference; a missing one fails)
 import scipy  # noqa: F401
 
+from tests.distributed.launch import run_on_two_devices
+
 WORKER = os.path.join(os.path.dirname(__file__), "evaluation_worker.py")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def run_worker(out, backend):
-    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=ROOT,
-               XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    command = [sys.executable, WORKER, str(out)]
-    if backend == "torch":
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   "--nproc_per_node", "2", *command[1:]]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-4000:]
 
 
 @pytest.mark.slow
 def test_evaluators_on_two_devices_log_the_single_device_scores(tmp_path):
     backend = keras.backend.backend()
-    run_worker(tmp_path, backend)
+    run_on_two_devices(WORKER, tmp_path, backend)
 
     def tolerance(key):
         # Measured on TensorFlow: Spearman and the retrieval metrics equal, Pearson
