@@ -8,8 +8,9 @@ the query is removed; the rank window `[range_min, range_max)` of what remains
 is kept; a candidate is then dropped when `score > positive_score - margin`
 (absolute margin) or `score > positive_score - |positive_score| * relative_margin`
 (relative margin: `positive_score * (1 - relative_margin)` for a positive score,
-and below the positive, not above it, for a negative one), because the nearest neighbours above the positive are often unlabelled
-positives. From the survivors `num_negatives` are taken, the best ones
+and below the positive, not above it, for a negative one), because the nearest
+neighbours above the positive are often unlabelled positives. From the
+survivors `num_negatives` are taken, the best ones
 (`sampling="top"`) or a seeded random draw in rank order (`sampling="random"`).
 
 A weak starting encoder often ranks the labelled positive low, so that every
