@@ -39,7 +39,7 @@ def evaluate_sts(encoder, dataset, batch_size=64, note=None):
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)
 
 
-def note_identical_ids(env, dataset, option, ignored):
+def note_identical_ids(env, dataset, option, ignored, mining=False):
     """Notes a split whose queries share ids with its documents.
 
     BEIR's evaluation leaves a query's own document out of its ranking
@@ -49,16 +49,24 @@ def note_identical_ids(env, dataset, option, ignored):
     Quora's all do), since ids shared by chance (numbered ids) are no reason to
     leave a document out; with the option on, it says how many of the documents
     left out are judged relevant to their query.
+
+    For a split hard negatives are mined from (`mining`), the note says such a
+    document may be mined as its query's negative; with the option on there is
+    nothing to say: the document is never a negative, and one judged relevant is
+    still a positive.
     """
     shared = dataset.shared_ids
-    if not shared:
+    if not shared or (mining and ignored):
         return
     same_text = sum(dataset.queries[q] == dataset.corpus[q] for q in shared)
     if not ignored:
+        consequence = ("mining may take such a document as its query's negative: "
+                       "--ignore-identical-ids keeps it out" if mining else
+                       "BEIR leaves such documents out of the ranking: --ignore-identical-ids "
+                       "does the same")
         env.note(f"{len(shared)} of {len(dataset.queries)} queries of {option} share their id "
                  f"with a document, {same_text} of those documents with the query's text too "
-                 "(in BEIR's ArguAna and Quora that document is the query itself); BEIR "
-                 "leaves such documents out of the ranking: --ignore-identical-ids does the same")
+                 f"(in BEIR's ArguAna and Quora that document is the query itself); {consequence}")
         return
     relevant = sum(dataset.qrels.get(q, {}).get(q, 0) >= 1 for q in shared)
     if relevant:

@@ -172,7 +172,8 @@ def read_retrieval_splits(config, env):
     dev_option = "--dev-retrieval-holdout" if size is not None else "--dev-retrieval"
     for data, option in ((train, "--train-retrieval"), (dev, dev_option)):
         if data is not None:
-            note_identical_ids(env, data, option, config.get("ignore_identical_ids", False))
+            note_identical_ids(env, data, option, config.get("ignore_identical_ids", False),
+                               mining=option == "--train-retrieval")
     return train, dev
 
 

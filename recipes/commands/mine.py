@@ -154,7 +154,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     else:
         data = training_judgements(data, env, "--qrels", name=qrels)
         queries_arg, corpus_arg, positives = data.queries, data.corpus, data.qrels
-        note_identical_ids(env, data, "--queries", ignore_identical_ids)
+        note_identical_ids(env, data, "--queries", ignore_identical_ids, mining=True)
     query_texts = list(data.queries.values())
     encoder = announced(load_encoder(model, max_length=max_length), env.note, "queries",
                         "documents")

@@ -670,6 +670,7 @@ def test_mine_ignore_identical_ids_never_mines_the_query_itself(cli, tiny_checkp
     result = mine_cli(cli, folder, plain, "--max-length", 16, model=tiny_checkpoint)
     assert result.exit_code == 0, result.output
     assert "12 of 12 queries of --queries share their id with a document" in result.output
+    assert "mining may take such a document as its query's negative" in result.output
     # Without the option the query's own text, cosine 1, is its hardest "negative".
     assert all(row["negatives"][0] == row["query"] for row in read_jsonl(plain))
 
@@ -789,6 +790,19 @@ def test_train_notes_queries_that_share_ids_with_documents(tmp_path):
     read_retrieval_splits({**config, "ignore_identical_ids": True}, Recording())
     assert len(notes) == 1 and notes[0].startswith(
         "--ignore-identical-ids: for 1 queries of --dev-retrieval the document left out")
+
+    # Mined from, the same folder: such a document may be a negative; with the option
+    # on it never is, and "c", judged relevant, stays a positive, never "not retrieved".
+    config = {"train_retrieval": str(folder), "train_retrieval_split": "dev"}
+    notes.clear()
+    read_retrieval_splits(config, Recording())
+    assert len(notes) == 1 and notes[0].startswith(
+        "2 of 3 queries of --train-retrieval share their id with a document, 1 of")
+    assert notes[0].endswith("mining may take such a document as its query's negative: "
+                             "--ignore-identical-ids keeps it out")
+    notes.clear()
+    read_retrieval_splits({**config, "ignore_identical_ids": True}, Recording())
+    assert notes == []
 
 
 # --- qrels naming ids the files lack (--unknown-ids) ----------------------------------
