@@ -57,7 +57,8 @@ def main(out):
         labels = np.concatenate([np.asarray(setup.batches[i][1]).ravel()
                                  for i in range(len(setup.batches))])
         # PyTorch and TensorFlow feed `fit` a ShardedBatches over the PairBatches.
-        mine = (np.rint(labels * 4).astype(int).tolist(), int(getattr(setup.batches, "batches", setup.batches).seed))
+        pair_batches = getattr(setup.batches, "batches", setup.batches)
+        mine = (np.rint(labels * 4).astype(int).tolist(), int(pair_batches.seed))
         try:
             keras_cosent.training.build_multi(encoder, [(pairs, "cosent")], batch_size=4,
                                               epochs=1)

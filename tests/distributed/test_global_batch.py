@@ -19,27 +19,20 @@ same steps as one uncached device.
 """
 
 import os
-import subprocess
 import sys
 
 import keras
 import numpy as np
 import pytest
 
+from tests.distributed.launch import run
+
 WORKER = os.path.join(os.path.dirname(__file__), "worker.py")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOSSES = ("infonce", "cosent", "angle", "supcon", "matryoshka-infonce", "joint", "softmax")
 # The losses over the global batch; Sentence-BERT's softmax is one per pair.
 GATHERED_LOSSES = tuple(name for name in LOSSES if name != "softmax")
 CACHED_LOSSES = ("infonce", "matryoshka-infonce")
 MINI_BATCH = 3
-
-
-def _run(command, backend):
-    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=ROOT,
-               XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-4000:]
 
 
 def train_on_devices(out, backend, no_gather=False, losses=LOSSES, mini_batch_size=None):
@@ -49,11 +42,11 @@ def train_on_devices(out, backend, no_gather=False, losses=LOSSES, mini_batch_si
         extra.append(f"--mini-batch-size={mini_batch_size}")
     losses = ",".join(losses)
     if backend == "torch":
-        _run([sys.executable, WORKER, str(out), "1", losses, *extra], backend)
-        _run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+        run([sys.executable, WORKER, str(out), "1", losses, *extra], backend)
+        run([sys.executable, "-m", "torch.distributed.run", "--standalone",
               "--nproc_per_node", "2", WORKER, str(out), "2", losses, *extra], backend)
     else:
-        _run([sys.executable, WORKER, str(out), "1,2", losses, *extra], backend)
+        run([sys.executable, WORKER, str(out), "1,2", losses, *extra], backend)
 
 
 def max_differences(out, loss_name):
