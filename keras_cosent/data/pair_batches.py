@@ -64,7 +64,10 @@ class PairBatches(keras.utils.PyDataset):
     this: the per-epoch counts are in `stats`, and a warning is emitted when
     the constraint forced anything unusual (an oversized batch, or a clash that
     the greedy placement could not avoid, which happens when some texts occur
-    in about as many rows as there are batches).
+    in about as many rows as there are batches). With `drop_remainder` every
+    batch stays exactly `batch_size` rows: a row no clash-free batch has room
+    for takes a clash instead of an oversized batch, and only the epoch's
+    natural remainder is dropped.
 
     Args:
         dataset: a `keras_cosent.data.PairDataset`.
@@ -348,8 +351,7 @@ class PairBatches(keras.utils.PyDataset):
                     break
             else:
                 leftovers.append((row, texts))
-        if self.drop_remainder:
-            return batches
+        stuck = []
         for row, texts in leftovers:
             stats["deferred"] += 1
             # Every batch with room holds one of this row's texts. Rather than
@@ -357,6 +359,9 @@ class PairBatches(keras.utils.PyDataset):
             # fits a batch with room, else overfill a clash-free batch.
             free = [b for b in range(count) if seen[b].isdisjoint(texts)]
             if self._swap_into(row, texts, free, batches, seen):
+                continue
+            if self.drop_remainder:
+                stuck.append((row, texts))
                 continue
             if free:
                 target = min(free, key=lambda b: len(batches[b]))
@@ -366,7 +371,27 @@ class PairBatches(keras.utils.PyDataset):
                 stats["conflicts"] += 1
             batches[target].append(row)
             seen[target] |= texts
+        if self.drop_remainder:
+            self._fill_to_size(stuck, batches, seen, stats)
         return batches
+
+    def _fill_to_size(self, stuck, batches, seen, stats):
+        """With drop_remainder: fills every batch to `batch_size` from `stuck`.
+
+        A sharded or compiled step needs full batches, so the only rows left out
+        are the epoch's natural remainder; a row that can only go where its text
+        already is counts as a conflict rather than leaving its batch short.
+        """
+        size = self.batch_size
+        for row, texts in stuck:
+            open_batches = [b for b in range(len(batches)) if len(batches[b]) < size]
+            if not open_batches:
+                return
+            free = [b for b in open_batches if seen[b].isdisjoint(texts)]
+            target = free[0] if free else open_batches[0]
+            stats["conflicts"] += not free
+            batches[target].append(row)
+            seen[target] |= texts
 
     def _swap_into(self, row, texts, free, batches, seen):
         """Places `row` in a full clash-free batch by moving one of its rows out."""

@@ -234,6 +234,31 @@ def test_drop_remainder():
         PairBatches(make_dataset(5), tokenize, batch_size=8, drop_remainder=True)
 
 
+@pytest.mark.filterwarnings("ignore:PairBatches.unique_texts=True.:UserWarning")
+def test_drop_remainder_with_unique_texts_keeps_batches_full():
+    # Many anchors share a positive (FAQ-style): rows the first-fit could not
+    # place were dropped, leaving short batches mid-epoch that a sharded step
+    # refused ("do not divide over 2 ranks") and the docs promised never happen.
+    for num_rows, shared in ((8, 3), (66, 12)):
+        anchors = [f"question {i}" for i in range(num_rows)]
+        positives = ["answer A"] * shared + [f"answer {i}" for i in range(num_rows - shared)]
+        ds = PairDataset([anchors, positives], None, "faq")
+        batches = PairBatches(ds, tokenize, batch_size=4, seed=0, label_mode="group",
+                              unique_texts=True, drop_remainder=True)
+        for epoch in range(3):
+            batches.set_epoch(epoch)
+            # y holds group ids here, so the rows come from the epoch's plan.
+            rows = [plan.tolist() for plan in batches._batches]
+            assert [len(batches[i][1]) for i in range(len(batches))] == [4] * (num_rows // 4)
+            assert len(set(sum(rows, []))) == num_rows // 4 * 4
+            assert batches.stats["dropped"] == num_rows % 4
+            # A clash only where the shared positive outnumbers the batches.
+            clashes = sum(max(0, [positives[i] for i in r].count("answer A") - 1)
+                          for r in rows)
+            assert batches.stats["conflicts"] == clashes
+            assert clashes == max(0, shared - num_rows // 4)
+
+
 def test_bucketing_does_not_choose_the_long_rows_to_drop():
     # 60 rows in chunks of 32 and 28: sorting the last chunk before cutting the
     # remainder dropped its 4 longest rows every epoch.
