@@ -87,11 +87,13 @@ def _read_text(path):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Data file not found: {str(path)!r}")
     with open(path, "rb") as f:
-        raw = f.read()
+        # The BOM leaves the bytes, not the text, so that a decoding error's
+        # offset indexes `raw`.
+        raw = f.read().removeprefix(b"\xef\xbb\xbf")
     try:
         # A wrong encoding (GBK, Latin-1) usually breaks the whole file, so this
         # raises even with on_bad_rows="skip" rather than dropping most rows.
-        text = raw.decode("utf-8-sig")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise DataFormatError(

@@ -18,9 +18,11 @@ from recipes.output_files import write_atomically
 
 def read_sentences(stream, name):
     """The lines of a UTF-8 byte stream; an empty line is an error (rows follow lines)."""
-    raw = stream.read()
+    # The BOM leaves the bytes, not the text, so that a decoding error's offset
+    # indexes `raw`.
+    raw = stream.read().removeprefix(b"\xef\xbb\xbf")
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise CliError(f"{name}:{line}: invalid UTF-8 byte {raw[error.start:error.start + 1]!r} "

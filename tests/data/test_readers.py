@@ -446,6 +446,11 @@ def test_invalid_utf8_names_line(tmp_path):
     path = _write(tmp_path, "gbk.data", "a\tb\t1\n".encode() + "中文\t好\t2\n".encode("gbk"))
     with pytest.raises(DataFormatError, match=r"gbk\.data:2: invalid UTF-8"):
         read_pair_tsv(path)
+    # Behind a BOM the byte and line are the same: the offset counted from
+    # after the BOM was read against the bytes before it (line 1, b'\t').
+    path = _write(tmp_path, "bom.data", b"\xef\xbb\xbfa\tb\t1\n\xe9t\xe9\tc\t2\n")
+    with pytest.raises(DataFormatError, match=r"bom\.data:2: invalid UTF-8 byte b'\\xe9'"):
+        read_pair_tsv(path)
 
 
 def test_pair_dataset_container():

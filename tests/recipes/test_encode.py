@@ -70,3 +70,6 @@ def test_output_is_never_the_input_and_bad_bytes_name_their_line(cli, trained_ru
     result = cli("encode", trained_run["output"], source, "-o", tmp_path / "out.npy")
     assert_one_line_error(result, f"{source}:3: invalid UTF-8 byte b'\\xe9'")
     assert not (tmp_path / "out.npy").exists()
+    source.write_bytes(b"\xef\xbb\xbf" + "first\nsecond\n".encode() + b"caf\xe9\n")
+    result = cli("encode", trained_run["output"], source, "-o", tmp_path / "out.npy")
+    assert_one_line_error(result, f"{source}:3: invalid UTF-8 byte b'\\xe9'")
