@@ -365,9 +365,10 @@ def write_retrieval_triplets(rows, path):
     `{"query", "positive", "negatives": [...]}`.
 
     Every row is checked before the file is opened, so a bad row leaves no
-    half-written file: each is a list or tuple of at least 2 strings, the query
-    and the positive non-empty (a negative may be an empty string, as a corpus
-    document may be). Raises `ValueError` naming the row and the field.
+    half-written file: each is a list or tuple of at least 2 strings that UTF-8
+    can write (no lone surrogates), the query and the positive non-empty (a
+    negative may be an empty string, as a corpus document may be). Raises
+    `ValueError` naming the row and the field.
     """
     if isinstance(rows, (str, bytes)) or not isinstance(rows, collections.abc.Iterable):
         raise ValueError(
@@ -390,6 +391,13 @@ def write_retrieval_triplets(rows, path):
                 )
             if j < 2 and not text.strip():
                 raise ValueError(f"`rows[{i}]` has an empty {field}: {row!r:.100}")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError(
+                    f"`rows[{i}]` has a {field} that is not valid Unicode text "
+                    f"({e.reason} at character {e.start}): {text!r:.60}"
+                ) from None
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
             record = {"query": row[0], "positive": row[1], "negatives": list(row[2:])}

@@ -291,6 +291,10 @@ def test_the_reader_s_unknown_ids_mode_travels_with_the_dataset(tmp_path):
     (["qpn"], r"`rows\[0\]` should be a list.*Received: 'qpn'"),
     ([("q", "p"), ["q", "  "]], r"`rows\[1\]` has an empty positive"),
     ([["", "p"]], r"`rows\[0\]` has an empty query"),
+    # A lone surrogate is a str that UTF-8 cannot write: it failed mid-file.
+    ([["q1", "p1", "n1"], ["q2", "p2\udc80", "n2"]],
+     r"`rows\[1\]` has a positive that is not valid Unicode text \(surrogates not allowed "
+     r"at character 2\)"),
     ("qpn", "`rows` should be a sequence of .* Received: `rows` of type str"),
 ])
 def test_write_retrieval_triplets_checks_every_row_before_writing(tmp_path, rows, match):
