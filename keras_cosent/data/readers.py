@@ -84,6 +84,8 @@ _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 def _read_text(path):
     """Returns the whole file decoded as UTF-8, without a leading BOM."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"Data file {str(path)!r} is a directory; give a file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Data file not found: {str(path)!r}")
     with open(path, "rb") as f:
@@ -613,7 +615,7 @@ def read_dataset(path, format, **options):
             writes: columns query, positive, negative_1, ...).
         **options: passed to the reader, e.g. `text_columns` and
             `label_column` for csv/tsv/jsonl, `mode` for nli-jsonl,
-            `on_bad_rows` for all.
+            `on_bad_rows` for all (triplets-jsonl takes only `"raise"`).
 
     Returns:
         A `PairDataset`.

@@ -440,6 +440,9 @@ def test_missing_file(tmp_path):
             reader(path)
     with pytest.raises(FileNotFoundError, match="nope.csv"):
         read_columns(path, ["a"])
+    # A folder exists: "not found" misled.
+    with pytest.raises(IsADirectoryError, match=f"{tmp_path.name}' is a directory"):
+        read_pair_tsv(tmp_path)
 
 
 def test_invalid_utf8_names_line(tmp_path):
