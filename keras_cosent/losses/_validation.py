@@ -126,6 +126,19 @@ def labels_read_by(loss):
     return type(loss).__name__, "labels"
 
 
+def nan_if_unlabelled(value, labels):
+    """`value`, or NaN in its place when any of the float `labels` is NaN.
+
+    A NaN label is a missing one. Compared (same class, same group, above a
+    threshold) it reads as False, so the loss would be a finite number that
+    quietly treats the row as unmatched; like CoSENT and the other losses of
+    scores, a loss that compares labels is NaN instead, which fit stops on.
+    """
+    if not keras.backend.is_float_dtype(labels.dtype):
+        return value
+    return ops.where(ops.any(ops.isnan(labels)), float("nan"), value)
+
+
 def flat_labels(y_true, batch_values, loss_name, rows="pairs"):
     """Flattens `(batch,)` or `(batch, 1)` labels, checking the shape and batch size."""
     check_labels_given(y_true, loss_name, f"one label per {rows[:-1]}")

@@ -10,6 +10,7 @@ from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import check_bool
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
+from keras_cosent.losses._validation import nan_if_unlabelled
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -79,7 +80,9 @@ def infonce_loss(
     if queue is not None:
         # Appended after every in-batch candidate: never a row's own positive,
         # never masked by group (the queue keeps no labels); empty slots out.
-        queue = l2_normalize(ops.cast(ops.convert_to_tensor(queue), "float32"))
+        queue = ops.cast(ops.convert_to_tensor(queue), "float32")
+        _check_queue(queue, queue_mask, tuple(y_pred.shape))
+        queue = l2_normalize(queue)
         logits = ops.concatenate(
             [logits, similarity_matrix(anchors, queue) / temperature], axis=1
         )
@@ -96,7 +99,27 @@ def infonce_loss(
         backward_logits = similarity_matrix(positives, anchors) / temperature
         backward = _cross_entropy_rows(backward_logits, own_square, same_group)
         loss = (loss + backward) / 2.0
+    if mask_false_negatives:
+        loss = nan_if_unlabelled(loss, groups)
     return loss
+
+
+def _check_queue(queue, queue_mask, embeddings_shape):
+    """Raises unless `queue` is `(size, dim)` and `queue_mask` `(size,)` or None."""
+    shape, dim = tuple(queue.shape), embeddings_shape[-1]
+    if len(shape) != 2 or (None not in (shape[1], dim) and shape[1] != dim):
+        raise ValueError(
+            f"`queue` should have shape (size, {dim}): one embedding of the embeddings' "
+            f"dimension per entry. Received shape {shape} (embeddings {embeddings_shape})."
+        )
+    if queue_mask is not None:
+        mask_shape = tuple(ops.shape(queue_mask))
+        if len(mask_shape) != 1 or (
+                None not in (mask_shape[0], shape[0]) and mask_shape[0] != shape[0]):
+            raise ValueError(
+                f"`queue_mask` should have shape ({shape[0]},): one value per `queue` entry. "
+                f"Received shape {mask_shape}."
+            )
 
 
 @keras_cosent_export

@@ -15,7 +15,9 @@ from keras_cosent.losses._validation import WeightsPassingLoss
 from keras_cosent.losses._validation import as_sequence
 from keras_cosent.losses._validation import check_finite_float
 from keras_cosent.losses._validation import check_non_negative_float
+from keras_cosent.losses._validation import flat_labels
 from keras_cosent.losses._validation import labels_read_by
+from keras_cosent.losses._validation import nan_if_unlabelled
 
 
 def _check_losses(losses):
@@ -143,14 +145,16 @@ class JointLoss(WeightsPassingLoss):
                 f"`JointLoss` term {loss.name!r} has a `positive_above` threshold, so it must "
                 f"return one value per row; it returned shape {tuple(per_row.shape)}."
             )
-        labels = ops.reshape(ops.cast(ops.convert_to_tensor(y_true), "float32"), (-1,))
+        labels = ops.cast(
+            flat_labels(y_true, per_row, "JointLoss(positive_above=...)", rows="rows"), "float32"
+        )
         selected = ops.cast(labels > threshold, "float32")
         count = ops.sum(selected)
         if sample_weight is not None:
             # Weighted as Keras weighs rows: the sum over the rows counted, divided
             # by how many there are.
             per_row = per_row * ops.reshape(ops.cast(sample_weight, "float32"), (-1,))
-        return ops.sum(per_row * selected) / ops.maximum(count, 1.0)
+        return nan_if_unlabelled(ops.sum(per_row * selected) / ops.maximum(count, 1.0), labels)
 
     def labels_read(self):
         if any(threshold is not None for threshold in self.positive_above):

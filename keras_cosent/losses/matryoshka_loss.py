@@ -4,6 +4,7 @@
 """
 
 import keras
+from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import WeightsPassingLoss
@@ -46,6 +47,15 @@ def matryoshka_loss(y_true, y_pred, loss, dims, weights=None, sample_weight=None
             f"`loss` should be callable as `loss(y_true, y_pred)`. Received: `loss`={loss!r}"
         )
     dims, weights = _check_dims_and_weights(dims, weights)
+    if isinstance(y_pred, dict):
+        # InfoNCE's momentum-queue form: the queue would need truncating too.
+        raise ValueError(
+            "`MatryoshkaLoss` takes `y_pred` as an array of embeddings; a dict (InfoNCE's "
+            f"momentum-queue form, keys {sorted(y_pred)}) is not supported."
+        )
+    # Sliced and re-normalised in float32: a half-precision slice would carry
+    # its rounding into every score, where the other losses score in float32.
+    y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     full = y_pred.shape[-1]
     total = 0.0
     for dim, weight in zip(dims, weights):

@@ -18,6 +18,7 @@ from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import WeightsPassingLoss
+from keras_cosent.losses._validation import as_sequence
 from keras_cosent.losses.joint_loss import _check_losses
 from keras_cosent.losses.joint_loss import _check_name
 
@@ -64,14 +65,17 @@ class MultiTaskLoss(WeightsPassingLoss):
                  reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
         losses = _check_losses(losses)
-        names = list(names)
-        columns = list(columns)
-        for argument, value in (("names", names), ("columns", columns)):
-            if len(value) != len(losses):
+        given = {"names": names, "columns": columns}
+        for argument, value in given.items():
+            # A string is one name, not a list of one-letter names.
+            checked = as_sequence(value)
+            if checked is None or len(checked) != len(losses):
                 raise ValueError(
-                    f"`{argument}` should have one entry per loss ({len(losses)}). "
+                    f"`{argument}` should be a list with one entry per loss ({len(losses)}). "
                     f"Received: `{argument}`={value!r}"
                 )
+            given[argument] = list(checked)
+        names, columns = given["names"], given["columns"]
         names = [_check_name(n) for n in names]
         if len(set(names)) != len(names):
             raise ValueError(f"`names` should be distinct. Received: `names`={names!r}")
@@ -102,6 +106,13 @@ class MultiTaskLoss(WeightsPassingLoss):
 
     def call(self, y_true, y_pred, sample_weight=None):
         y_true = ops.convert_to_tensor(y_true)
+        shape = tuple(y_true.shape)
+        if len(shape) != 2 or shape[1] not in (2, None):
+            raise ValueError(
+                "`MultiTaskLoss` expects `y_true` of shape (batch, 2): each row's label and "
+                "the batch's task index, as `keras_cosent.data.MultiBatches` gives them. "
+                f"Received shape {shape}."
+            )
         labels = y_true[:, 0]
         task = self.task_index(y_true)
         # Columns up to the widest task, filled with copies of column 0: every

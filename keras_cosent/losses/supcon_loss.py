@@ -9,6 +9,7 @@ from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import check_positive_float
 from keras_cosent.losses._validation import flat_labels
+from keras_cosent.losses._validation import nan_if_unlabelled
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -49,7 +50,7 @@ def supcon_loss(y_true, y_pred, temperature=0.1):
     per_sample = -summed / ops.maximum(count, 1.0)
     has_f = ops.cast(has, "float32")
     total = ops.sum(ops.where(has, per_sample, ops.zeros_like(per_sample)))
-    return total / ops.maximum(ops.sum(has_f), 1.0)
+    return nan_if_unlabelled(total / ops.maximum(ops.sum(has_f), 1.0), labels)
 
 
 @keras_cosent_export

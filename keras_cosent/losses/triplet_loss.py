@@ -10,6 +10,7 @@ from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.losses._validation import check_one_of
 from keras_cosent.losses._validation import flat_labels
+from keras_cosent.losses._validation import nan_if_unlabelled
 from keras_cosent.utils.similarity import l2_normalize
 from keras_cosent.utils.similarity import similarity_matrix
 
@@ -72,6 +73,10 @@ def triplet_loss(y_true, y_pred, margin=0.5, distance="cosine", mining=None):
             f"Received shape {shape}."
         )
     labels = flat_labels(y_true, y_pred, "TripletLoss(mining='batch_hard')", rows="rows")
+    if shape[0] == 0:
+        # No anchors: 0, as for anchors without a positive (Keras refuses to
+        # reduce an empty tensor with max or min).
+        return ops.sum(y_pred) * 0.0
     if len(shape) == 3:
         # Views flattened, each with its row's label, as SupCon takes them.
         labels = ops.repeat(labels, ops.shape(y_pred)[1])
@@ -90,7 +95,9 @@ def triplet_loss(y_true, y_pred, margin=0.5, distance="cosine", mining=None):
         ops.where(valid, hardest_pos, 0.0) - ops.where(valid, nearest_neg, 0.0) + margin
     )
     per = ops.where(valid, per, 0.0)
-    return ops.sum(per) / ops.maximum(ops.sum(ops.cast(valid, "float32")), 1.0)
+    return nan_if_unlabelled(
+        ops.sum(per) / ops.maximum(ops.sum(ops.cast(valid, "float32")), 1.0), labels
+    )
 
 
 @keras_cosent_export

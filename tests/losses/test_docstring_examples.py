@@ -20,6 +20,8 @@ import pytest
         "keras_cosent.losses.margin_ranking_loss",
         "keras_cosent.losses.supcon_loss",
         "keras_cosent.losses.matryoshka_loss",
+        "keras_cosent.losses.joint_loss",
+        "keras_cosent.losses.multi_task_loss",
         "keras_cosent.utils.similarity",
         "keras_cosent.utils.truncation",
         "keras_cosent.data.beir",

@@ -79,7 +79,7 @@ def test_serialization_round_trips():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"names": ["a"]}, "`names` should have one entry per loss"),
+    ({"names": ["a"]}, "`names` should be a list with one entry per loss"),
     ({"names": ["a", "a"]}, "`names` should be distinct"),
     ({"columns": [2, 0]}, "`columns` should hold positive ints"),
     ({"losses": []}, "non-empty list"),
