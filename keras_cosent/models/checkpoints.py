@@ -69,15 +69,29 @@ def read_hf_json(preset, filename):
     return data
 
 
+def _lowercases(config, hf_config, preset):
+    """`do_lower_case` of a tokenizer config, None where unknown.
+
+    A BERT WordPiece tokenizer config without it lowercases: `transformers`'
+    `BertTokenizer` defaults to `do_lower_case=True`.
+    """
+    if "do_lower_case" in config:
+        return bool(config["do_lower_case"])
+    return True if uses_hf_bert_tokenizer(hf_config, preset) else None
+
+
 def tokenizer_kwargs(preset):
     """Extra tokenizer arguments that make keras-hub tokenise like `transformers`."""
     config = read_hf_json(preset, "tokenizer_config.json")
-    if not config or "do_lower_case" not in config:
+    if not config:
+        return {}
+    lowercase = _lowercases(config, read_hf_json(preset, "config.json"), preset)
+    if lowercase is None:
         return {}
     strip_accents = config.get("strip_accents")
     if strip_accents is None:
         # Hugging Face's BasicTokenizer strips accents whenever it lowercases.
-        strip_accents = bool(config["do_lower_case"])
+        strip_accents = lowercase
     # Hugging Face splits each CJK character off unless told not to.
     split_on_cjk = config.get("tokenize_chinese_chars")
     split_on_cjk = True if split_on_cjk is None else bool(split_on_cjk)
@@ -98,9 +112,35 @@ def uses_hf_bert_tokenizer(hf_config, preset):
     return config.get("tokenizer_class", "BertTokenizer") in ("BertTokenizer", "BertTokenizerFast")
 
 
-def hidden_act_is_exact_gelu(hf_config):
-    """True for `hidden_act="gelu"` (erf form in `transformers`), else False."""
-    return bool(hf_config) and hf_config.get("hidden_act") == "gelu"
+# `hidden_act` values of `transformers` that keras-hub's BERT can compute: the
+# erf form (exact GELU) and the tanh approximation keras-hub uses.
+_EXACT_GELU = ("gelu", "gelu_python")
+_TANH_GELU = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
+
+
+def hidden_act_is_exact_gelu(hf_config, source="config.json"):
+    """Whether a Hugging Face `config.json` asks for exact GELU (the erf form).
+
+    True for `"gelu"` (also `transformers`' default when the key is absent) and
+    `"gelu_python"`; False for the tanh approximations and for a config that
+    is not a Hugging Face one (a keras-hub preset keeps its own tanh GELU).
+
+    Raises:
+        ValueError: naming `source` for any other activation (`"relu"`,
+            `"silu"`...), which keras-hub's feed-forward layers would silently
+            replace with GELU.
+    """
+    if not hf_config:
+        return False
+    act = hf_config.get("hidden_act", "gelu")
+    if act in _EXACT_GELU:
+        return True
+    if act in _TANH_GELU:
+        return False
+    raise ValueError(
+        f"{source}: `hidden_act` {act!r} is not supported; keras-hub's backbone computes "
+        f"GELU, so expected one of {list(_EXACT_GELU + _TANH_GELU)}"
+    )
 
 
 def transformer_encoder_layers(backbone):
@@ -218,8 +258,10 @@ class readable_checkpoint:
     keras-hub's converter reads `model.safetensors` and `vocab.txt` only. A
     folder holding `pytorch_model.bin` instead is converted (with torch,
     imported lazily), and one holding `tokenizer.json` without `vocab.txt` (as
-    sentence-transformers 6 saves) gets a `vocab.txt` written from it, in a
-    temporary folder that links the other files and is removed on exit.
+    sentence-transformers 6 saves) gets a `vocab.txt` written from it, and a
+    BERT tokenizer config without `do_lower_case` (which keras-hub requires)
+    gets `transformers`' default, true, in a temporary folder that links the
+    other files and is removed on exit.
     """
 
     def __init__(self, preset):
@@ -235,9 +277,13 @@ class readable_checkpoint:
         convert_bin = not has_safetensors and "pytorch_model.bin" in files
         # keras-hub presets keep their own tokenizer.json (a Keras config): only a
         # Hugging Face folder's is a `tokenizers` file.
+        hf_config = read_hf_json(preset, "config.json")
         write_vocab = ("vocab.txt" not in files and "tokenizer.json" in files
-                       and read_hf_json(preset, "config.json") is not None)
-        if not (convert_bin or write_vocab):
+                       and hf_config is not None)
+        tokenizer_config = read_hf_json(preset, "tokenizer_config.json")
+        fill_lowercase = (tokenizer_config is not None and "do_lower_case" not in tokenizer_config
+                          and uses_hf_bert_tokenizer(hf_config, preset))
+        if not (convert_bin or write_vocab or fill_lowercase):
             return preset
         vocabulary = None
         tokenizer_json = os.path.join(preset, "tokenizer.json")
@@ -254,6 +300,11 @@ class readable_checkpoint:
                 ) from e
         self._tmp = tempfile.mkdtemp(prefix="keras_cosent_checkpoint_")
         replaced = {"pytorch_model.bin"} if convert_bin else set()
+        if fill_lowercase:
+            replaced.add("tokenizer_config.json")
+            with open(os.path.join(self._tmp, "tokenizer_config.json"), "w",
+                      encoding="utf-8") as f:
+                json.dump({**tokenizer_config, "do_lower_case": True}, f, indent=2)
         for name in files - replaced:
             os.symlink(os.path.join(os.path.abspath(preset), name), os.path.join(self._tmp, name))
         if vocabulary is not None:

@@ -13,6 +13,7 @@ on reload (see `keras_cosent.models.checkpoints`).
 """
 
 import contextlib
+import os
 
 import keras
 import numpy as np
@@ -360,8 +361,10 @@ class SentenceEncoder(keras.Model):
                 explicit value wins.
             dtype: backbone dtype or dtype policy name (e.g. `"bfloat16"`);
                 None keeps the global policy.
-            exact_gelu: None reads the checkpoint (`hidden_act="gelu"` in a
-                Hugging Face `config.json` means exact); True/False forces it.
+            exact_gelu: None reads the checkpoint (`hidden_act` `"gelu"`, the
+                default, or `"gelu_python"` in a Hugging Face `config.json`
+                means exact; `"gelu_new"` and the other tanh forms mean
+                approximate); True/False forces it.
 
         Returns:
             A `SentenceEncoder` with its tokenizer. A sentence-transformers
@@ -373,8 +376,10 @@ class SentenceEncoder(keras.Model):
         Raises:
             ValueError: for a sentence-transformers module stack other than
                 Transformer, Pooling, Normalize (e.g. a Dense projection), an
-                unsupported pooling configuration, or a `max_length` beyond
-                the backbone's `max_position_embeddings`.
+                unsupported pooling configuration, a `max_length` beyond
+                the backbone's `max_position_embeddings`, or a `hidden_act`
+                other than GELU (`"relu"`, say), which keras-hub's backbone
+                would replace with GELU.
         """
         import keras_hub
 
@@ -383,8 +388,10 @@ class SentenceEncoder(keras.Model):
         if path_or_preset is None:
             path_or_preset = checkpoints.default_checkpoint()
         preset = str(path_or_preset)
-        hf_config = checkpoints.read_hf_json(preset, "config.json")
         st = st_config.read_sentence_transformers_config(preset) or {}
+        # Older sentence-transformers folders keep the model in `0_Transformer/`.
+        preset = st.get("transformer_dir") or preset
+        hf_config = checkpoints.read_hf_json(preset, "config.json")
         if pooling is None:
             pooling = st.get("pooling") or "mean"
         if max_length is not None:
@@ -402,8 +409,12 @@ class SentenceEncoder(keras.Model):
                     "tokenizer that does not lowercase is not supported; expected the "
                     "tokenizer_config.json to set `do_lower_case: true`"
                 )
+        # Read (and an activation other than GELU refused) even when forced.
+        checkpoint_gelu = checkpoints.hidden_act_is_exact_gelu(
+            hf_config, os.path.join(preset, "config.json")
+        )
         if exact_gelu is None:
-            exact_gelu = checkpoints.hidden_act_is_exact_gelu(hf_config)
+            exact_gelu = checkpoint_gelu
         with checkpoints.readable_checkpoint(preset) as readable:
             backbone = keras_hub.models.Backbone.from_preset(readable, dtype=dtype)
             tokenizer_cls = keras_hub.models.Tokenizer

@@ -114,8 +114,11 @@ def read_sentence_transformers_config(folder):
         Pooling module), `max_length` (int or None: `max_seq_length` of
         `sentence_bert_config.json`, else, as sentence-transformers 6 reads
         it, `model_max_length` of the tokenizer's `tokenizer_config.json`),
-        `do_lower_case` (bool or None) and `normalize` (bool, whether the
-        stack ends in Normalize).
+        `do_lower_case` (bool or None), `normalize` (bool, whether the
+        stack ends in Normalize) and `transformer_dir` (the folder of the
+        Transformer module's Hugging Face files: `folder` itself, or a
+        subfolder such as `0_Transformer` in older sentence-transformers
+        layouts; None without a Transformer module).
 
     Raises:
         ValueError: for a module type other than Transformer, Pooling,
@@ -141,7 +144,8 @@ def read_sentence_transformers_config(folder):
         raise ValueError(f"{modules_path}: expected a JSON list of modules, got "
                          f"{type(modules).__name__}")
     order = {"Transformer": 0, "Pooling": 1, "Normalize": 2}
-    result = {"pooling": None, "max_length": None, "do_lower_case": None, "normalize": False}
+    result = {"pooling": None, "max_length": None, "do_lower_case": None, "normalize": False,
+              "transformer_dir": None}
     last = -1
     for module in sorted(modules, key=lambda m: int(m.get("idx", 0))):
         kind = _short_type(module.get("type", ""))
@@ -158,6 +162,7 @@ def read_sentence_transformers_config(folder):
         last = order[kind]
         module_dir = os.path.join(folder, module.get("path", ""))
         if kind == "Transformer":
+            result["transformer_dir"] = os.path.normpath(module_dir)
             bert_config = os.path.join(module_dir, "sentence_bert_config.json")
             if os.path.isfile(bert_config):
                 config = _load_json(bert_config)

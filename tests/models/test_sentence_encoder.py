@@ -438,10 +438,51 @@ def test_from_checkpoint_splits_cjk_as_the_tokenizer_config_says(tmp_path, split
         reference(text)["input_ids"] for text in texts]
 
 
-def test_from_checkpoint_tanh_gelu_checkpoint_keeps_approximation(tmp_path):
-    write_tiny_hf_checkpoint(tmp_path / "ckpt", hidden_act="gelu_new")
+@pytest.mark.parametrize("hidden_act, exact", [
+    ("gelu_new", False), ("gelu_pytorch_tanh", False),
+    # transformers' erf GELU under another name, and its default when absent:
+    # both were read as the tanh approximation (2.6e-4 off the peer).
+    ("gelu_python", True), (None, True),
+])
+def test_from_checkpoint_reads_the_gelu_form(tmp_path, hidden_act, exact):
+    import json
+
+    write_tiny_hf_checkpoint(tmp_path / "ckpt", hidden_act=hidden_act or "gelu")
+    if hidden_act is None:
+        config_path = tmp_path / "ckpt" / "config.json"
+        config = json.loads(config_path.read_text())
+        del config["hidden_act"]
+        config_path.write_text(json.dumps(config))
     encoder = SentenceEncoder.from_checkpoint(str(tmp_path / "ckpt"), max_length=16)
-    assert encoder.exact_gelu is False
+    assert encoder.exact_gelu is exact
+
+
+@pytest.mark.parametrize("exact_gelu", [None, True])
+def test_from_checkpoint_refuses_an_activation_other_than_gelu(tmp_path, exact_gelu):
+    # keras-hub's BERT computes GELU whatever config.json says: a ReLU checkpoint
+    # loaded silently and embedded 0.45 cosine away from transformers.
+    write_tiny_hf_checkpoint(tmp_path / "ckpt", hidden_act="relu")
+    with pytest.raises(ValueError, match=r"ckpt/config\.json: `hidden_act` 'relu' is not "
+                                         r"supported; keras-hub's backbone computes GELU"):
+        SentenceEncoder.from_checkpoint(tmp_path / "ckpt", max_length=16, exact_gelu=exact_gelu)
+
+
+def test_from_checkpoint_lowercases_without_do_lower_case(tmp_path):
+    # transformers' BertTokenizer defaults to lowercasing; keras-hub's converter
+    # failed with KeyError: 'do_lower_case'.
+    import json
+
+    import transformers
+
+    write_tiny_hf_checkpoint(tmp_path / "ckpt")
+    (tmp_path / "ckpt" / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "BertTokenizer"}))
+    encoder = SentenceEncoder.from_checkpoint(tmp_path / "ckpt", max_length=16)
+    reference = transformers.BertTokenizer.from_pretrained(str(tmp_path / "ckpt"))
+    texts = ["The CAT sat on the Mat.", "A Café in Zürich!"]
+    assert [ids.tolist() for ids in encoder.tokenize(texts)] == [
+        reference(text)["input_ids"] for text in texts]
+    assert VOCAB.index("cafe") in encoder.tokenize(texts)[1]  # accents stripped too
 
 
 def test_from_checkpoint_default_length_fits_the_position_table(tmp_path):

@@ -94,3 +94,28 @@ def test_folder_saved_by_sentence_transformers_reads_as_the_peer_reads_it(minilm
     np.testing.assert_allclose(
         ours.encode(sentences, batch_size=4), saved.encode(sentences, batch_size=4),
         atol=TOL, rtol=0)
+
+
+def test_folder_with_the_transformer_in_a_subfolder_reads_as_the_peer_reads_it(
+        minilm_path, tmp_path):
+    # Older sentence-transformers saves put the Hugging Face files in
+    # `0_Transformer/` (modules.json names the path): the settings were read
+    # there but the weights and tokenizer looked for in the root, "no config.json".
+    import sentence_transformers as st
+    folder = tmp_path / "st"
+    (folder / "0_Transformer").mkdir(parents=True)
+    for entry in minilm_path.iterdir():
+        module_level = entry.name in ("modules.json", "config_sentence_transformers.json",
+                                      "README.md") or entry.is_dir()
+        target = folder / entry.name if module_level else folder / "0_Transformer" / entry.name
+        target.symlink_to(entry.absolute(), target_is_directory=entry.is_dir())
+    modules = json.loads((minilm_path / "modules.json").read_text())
+    modules[0]["path"] = "0_Transformer"
+    (folder / "modules.json").unlink()
+    (folder / "modules.json").write_text(json.dumps(modules))
+    sentences = _sentences()[:4]
+    peer = st.SentenceTransformer(str(folder), device="cpu")
+    ours = load_encoder(str(folder))
+    assert (ours.max_length, ours.pooling) == (peer.max_seq_length, "mean") == (256, "mean")
+    np.testing.assert_allclose(ours.encode(sentences, batch_size=4),
+                               peer.encode(sentences, batch_size=4), atol=TOL, rtol=0)
