@@ -12,6 +12,15 @@ from recipes.options import truncate_dim_option
 from recipes.output_files import refuse_unwritable
 
 
+def _refuse_overlap(model, source, directory):
+    """Refuses a DIRECTORY that is, or holds, MODEL's files at `source`."""
+    if os.path.exists(source):
+        source, target = os.path.realpath(source), os.path.realpath(directory)
+        if source == target or source.startswith(target + os.sep):
+            raise CliError(f"DIRECTORY {directory} holds MODEL {model}, which writing the "
+                           "folder would replace; choose another DIRECTORY")
+
+
 @click.command("export-st", short_help="Write a model as a sentence-transformers folder.")
 @click.argument("model")
 @click.argument("directory", type=click.Path(file_okay=False))
@@ -27,19 +36,21 @@ def export_st(env, model, directory, overwrite, truncate_dim):
     SentenceTransformer(DIRECTORY) then embeds as MODEL does; transformers reads
     its BertModel, and every keras-cosent command reads it back as MODEL.
     """
-    if os.path.exists(model):
-        source, target = os.path.realpath(model), os.path.realpath(directory)
-        if source == target or source.startswith(target + os.sep):
-            raise CliError(f"DIRECTORY {directory} holds MODEL {model}, which writing the "
-                           "folder would replace; choose another DIRECTORY")
+    _refuse_overlap(model, model, directory)
     if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
         raise CliError(f"{directory} already exists and is not empty; pass --overwrite "
                        "to replace it")
     refuse_unwritable(directory, "DIRECTORY")
     env.activate_backend()
     from keras_cosent.export import export_sentence_transformers
+    from keras_cosent.models.encoder_loading import PACKAGED_ALIASES
+    from keras_cosent.models.encoder_loading import resolve_checkpoint
     from recipes.model_loading import load_encoder
     from recipes.options import check_truncate_dim_option
+
+    if model in PACKAGED_ALIASES:
+        # The name stands for the packaged folder, which --overwrite would replace.
+        _refuse_overlap(model, resolve_checkpoint(model), directory)
 
     encoder = load_encoder(model)
     check_truncate_dim_option(truncate_dim, encoder, model)

@@ -123,6 +123,21 @@ def test_export_st_never_writes_over_the_model(cli, trained_run):
     assert (run / "encoder.keras").is_file()
 
 
+def test_export_st_never_writes_over_the_packaged_model(cli, tmp_path, monkeypatch):
+    # The alias names the packaged folder: `export-st all-MiniLM-L6-v2 <that folder>
+    # --overwrite` passed the check, which looked only at MODEL as a path.
+    from keras_cosent.models import checkpoints
+
+    packaged = tmp_path / "packaged"
+    packaged.mkdir()
+    (packaged / "config.json").write_text("{}")
+    monkeypatch.setattr(checkpoints, "default_checkpoint", lambda: str(packaged))
+    for target in (packaged, tmp_path):
+        result = cli("export-st", "all-MiniLM-L6-v2", target, "--overwrite")
+        assert_one_line_error(result, "holds MODEL all-MiniLM-L6-v2", "choose another DIRECTORY")
+    assert (packaged / "config.json").read_text() == "{}"
+
+
 def test_export_of_a_file_that_is_not_a_keras_archive(cli, tmp_path):
     not_zip = tmp_path / "encoder.keras"
     not_zip.write_text("not a zip archive")
