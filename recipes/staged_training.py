@@ -51,7 +51,7 @@ def train_stages(config, directory, env, backup_dir):
         `stages`: one record per stage.
     """
     from keras_cosent.training import get_objective
-    from keras_cosent.training.builder import check_shaped_dataset
+    from keras_cosent.training.builder import shaped_task
     from recipes.training import check_finite_embeddings
     from recipes.training import non_finite_loss_error
     from recipes.training import parse_matryoshka_dims
@@ -65,8 +65,8 @@ def train_stages(config, directory, env, backup_dir):
     # stage's bad file would otherwise end the run after the earlier stages' work,
     # which a staged run cannot resume.
     for dataset, data_format, loss in tasks:
-        objective = get_objective(loss)
-        check_shaped_dataset(objective, objective.prepare(dataset, data_format), None)
+        shaped_task(get_objective(loss), dataset, data_format, config["batch_size"],
+                    loss_options(config, loss))
     keras.utils.set_random_seed(config["seed"])
     with run_policy(config):
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"],

@@ -63,6 +63,25 @@ Fields:
 """
 
 
+def shaped_task(objective, dataset, data_format, batch_size, loss_options,
+                word_repetition=None):
+    """`dataset` shaped for `objective` and checked, and the objective's loss for it.
+
+    Everything `build` checks about the rows and the loss, before a model or a
+    batch exists: a caller training several datasets one after the other
+    (staged training) runs it for each first, so that a later one's bad file
+    fails before any training.
+
+    Returns:
+        `(shaped dataset, loss)`.
+    """
+    dataset = objective.prepare(dataset, data_format)
+    check_shaped_dataset(objective, dataset, word_repetition)
+    if objective.check_batching is not None:
+        objective.check_batching(objective, dataset, batch_size)
+    return dataset, objective.make_loss(loss_options, dataset, data_format)
+
+
 def build(
     encoder,
     dataset,
@@ -249,14 +268,10 @@ def build(
             f"`momentum` drives the momentum encoder of the negative queue; give "
             f"`queue_size` too. Received: `momentum`={momentum!r}, `queue_size`=None"
         )
-    dataset = objective.prepare(dataset, data_format)
-    check_shaped_dataset(objective, dataset, word_repetition)
-    if objective.check_batching is not None:
-        objective.check_batching(objective, dataset, batch_size)
-
     # The model is built under the global dtype policy (mixed precision included);
     # the loss computes in float32 whatever the policy.
-    loss = objective.make_loss(loss_options, dataset, data_format)
+    dataset, loss = shaped_task(objective, dataset, data_format, batch_size, loss_options,
+                                word_repetition)
     if matryoshka_dims is not None:
         loss = MatryoshkaLoss(loss, dims=matryoshka_dims)
     if queue_size is not None:

@@ -26,9 +26,10 @@ from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
 from keras_cosent.training.builder import check_data_format
-from keras_cosent.training.builder import check_shaped_dataset
+from keras_cosent.training.builder import shaped_task
 from keras_cosent.training.builder import check_training_arguments
 from keras_cosent.training.builder import warmup_steps
+from keras_cosent.training.objectives import JointObjective
 from keras_cosent.training.objectives import get_objective
 from keras_cosent.utils.arguments import is_int
 from keras_cosent.utils.truncation import check_matryoshka_dims
@@ -47,7 +48,8 @@ class Task:
             `margin`), as `build`'s `**loss_options`.
         data_format: the reader format `dataset` came from (`"nli-jsonl"`...).
         name: the task's name in the logs (`loss_<name>`); `None`: the
-            objective's name, with `_2`, `_3`... for repeats.
+            objective's name (`joint` for a joint objective such as
+            `"infonce:1,cosent:0.5"`), with `_2`, `_3`... for repeats.
 
     Example:
 
@@ -195,7 +197,10 @@ def build_multi(
     for index, (task, objective) in enumerate(zip(tasks, objectives)):
         objective.check_loss_options(dict(task.loss_options or {}),
                                      f"task {index}'s loss_options")
-    names = task_names([o.name for o in objectives])
+    # A joint objective's name is its spec ("infonce:1,cosent:0.5"), which no
+    # log key can hold.
+    names = task_names(["joint" if isinstance(o, JointObjective) else o.name
+                        for o in objectives])
     packing = bool(packing) and supports_packing(encoder.backbone)
     losses, columns, task_batches = [], [], []
     for index, (task, objective) in enumerate(zip(tasks, objectives)):
@@ -218,11 +223,8 @@ def build_multi(
         if task.name is None:
             task.name = names[index]
         check_data_format(task.data_format)
-        task.dataset = objective.prepare(task.dataset, task.data_format)
-        check_shaped_dataset(objective, task.dataset, None)
-        if objective.check_batching is not None:
-            objective.check_batching(objective, task.dataset, batch_size)
-        loss = objective.make_loss(dict(task.loss_options or {}), task.dataset, task.data_format)
+        task.dataset, loss = shaped_task(objective, task.dataset, task.data_format, batch_size,
+                                         dict(task.loss_options or {}))
         if matryoshka_dims is not None:
             loss = MatryoshkaLoss(loss, dims=matryoshka_dims)
         losses.append(loss)

@@ -163,6 +163,15 @@ def register_objective(objective):
             f"`label_mode` should be one of {LABEL_MODES}. "
             f"Received: `label_mode`={objective.label_mode!r}"
         )
+    name = objective.name
+    if not isinstance(name, str) or not name or not name.replace("_", "").replace(
+            "-", "").isalnum():
+        # ':' and ',' would make it a joint spec to `get_objective`, and the logs
+        # name a term `loss_<name>`.
+        raise ValueError(
+            "An objective's `name` should be a non-empty string of letters, digits, '_' "
+            f"or '-'. Received: `name`={name!r}"
+        )
     OBJECTIVES[objective.name] = objective
     return objective
 
@@ -515,9 +524,29 @@ class JointObjective(Objective):
         """Every option a term takes (each term picks its own)."""
         return tuple(sorted({name for term in self.terms for name in term.loss_option_names}))
 
+    def positive_thresholds(self, data_format=None):
+        """`positive_above` for rows of `data_format`: NLI files count entailment only.
+
+        Their labels are the ordinal classes (entailment 2, neutral 1,
+        contradiction 0), none of them above the 2.5 of scores 0-5.
+        """
+        if data_format != "nli-jsonl":
+            return self.positive_above
+        entailment = NLI_ORDINAL_LABELS["entailment"] - 0.5
+        return tuple(None if t is None else entailment for t in self.positive_above)
+
     def make_loss(self, options, dataset, data_format=None):
+        thresholds = self.positive_thresholds(data_format)
+        labels = None if dataset is None or dataset.labels is None else np.asarray(dataset.labels)
         term_losses = []
-        for term, threshold in zip(self.terms, self.positive_above):
+        for term, threshold in zip(self.terms, thresholds):
+            if threshold is not None and labels is not None and not np.any(labels > threshold):
+                # The term would see no positive and train nothing, silently.
+                raise DataFormatError(
+                    dataset.source, None,
+                    f"no pair is labelled above {threshold:g}, so the joint objective's "
+                    f"{term.name!r} term has no positive pairs",
+                )
             loss = term.make_loss(options, dataset, data_format)
             if threshold is not None and getattr(loss, "mask_false_negatives", False):
                 # The labels are scores here, not group ids.
@@ -525,7 +554,7 @@ class JointObjective(Objective):
             term_losses.append(loss)
         return losses.JointLoss(
             term_losses, weights=list(self.weights), names=[t.name for t in self.terms],
-            positive_above=list(self.positive_above),
+            positive_above=list(thresholds),
         )
 
 
@@ -537,9 +566,9 @@ def joint_objective(spec):
 
     All terms train on one batch layout. Over scored pairs (when any term is a
     pair-ranking objective such as `cosent`), an (anchor, positive) objective
-    such as `infonce` counts only the pairs scored above 2.5 as positives,
-    while every pair's second sentence stays a negative; otherwise all terms
-    must share their layout.
+    such as `infonce` counts only the pairs scored above 2.5 as positives (in
+    NLI files, the entailment pairs), while every pair's second sentence stays
+    a negative; otherwise all terms must share their layout.
 
     Example:
 

@@ -386,9 +386,9 @@ def train(ctx, env, **options):
                         "SupCon")):
         # Every run carries both: only another value, typed for a loss that takes
         # none, is refused.
-        if (_typed_otherwise(ctx, options, name)
-                and not any(name in get_objective(loss).loss_option_names for loss in losses)):
-            raise click.BadParameter(f"sets {what}; --loss {options['loss']} has none",
+        if (_typed_otherwise(ctx, options, name) and not any(
+                _takes_option(get_objective(loss), name, options) for loss in losses)):
+            raise click.BadParameter(f"sets {what}; {_has_none(options, name)}",
                                      param_hint="--" + name)
     for name, option, what in (
             ("margin", "margin", "the margin of the triplet and margin-ranking losses "
@@ -400,9 +400,9 @@ def train(ctx, env, **options):
             ("symmetric", "symmetric", "the backward direction of InfoNCE (--loss infonce "
              "or simcse)")):
         if options.get(name) not in (None, False) and not any(
-                option in get_objective(loss).loss_option_names for loss in losses):
+                _takes_option(get_objective(loss), option, options) for loss in losses):
             raise click.BadParameter(
-                f"sets {what}; --loss {options['loss']} has none",
+                f"sets {what}; {_has_none(options, option)}",
                 param_hint="--" + name.replace("_", "-"),
             )
     if options["train_retrieval"] is not None:
@@ -497,6 +497,28 @@ def check_recipe_requires(options):
                 f"(its --{name.replace('_', '-')} {','.join(value)}); got {len(trains)}",
                 param_hint="--train",
             )
+
+
+def _takes_option(objective, option, options):
+    """Whether a term of `objective` uses loss option `option` with these `options`.
+
+    The margin-ranking loss takes both a margin and a scale but reads one, by
+    its form: the margin when hinge (the default), the scale when logistic.
+    """
+    unused_by_margin_ranking = "margin" if options.get("margin_form") == "logistic" else "scale"
+    return any(
+        option in term.loss_option_names
+        and not (term.name == "margin-ranking" and option == unused_by_margin_ranking)
+        for term in (getattr(objective, "terms", ()) or (objective,))
+    )
+
+
+def _has_none(options, option):
+    """Why no loss of this run reads `option`, for the refusal."""
+    if option in ("margin", "scale") and "margin-ranking" in str(options["loss"]):
+        form = "hinge" if option == "margin" else "logistic"
+        return f"--loss {options['loss']} reads it only with --margin-form {form}"
+    return f"--loss {options['loss']} has none"
 
 
 def _typed_otherwise(ctx, options, name):

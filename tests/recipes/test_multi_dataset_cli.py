@@ -134,6 +134,22 @@ def test_sampling_needs_several_files(cli, small_train, tmp_path):
     assert_one_line_error(result, "--sampling", "needs several --train files")
 
 
+def test_a_later_stages_bad_rows_fail_before_the_first_stage_trains(cli, tiny_checkpoint,
+                                                                    small_dev, tmp_path):
+    # cosine-mse's score range was checked only when its stage was built, after
+    # stage 1 had trained (a staged run cannot be resumed).
+    rows = demo_rows("train")[:16]
+    good = write_pair_tsv(tmp_path / "good.tsv", rows)
+    bad = write_pair_tsv(tmp_path / "bad.tsv", rows[:2] + [(rows[2][0], rows[2][1], 7.0)]
+                         + rows[3:])
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", good, "--train", bad,
+                 "--loss", "cosent", "--loss", "cosine-mse", "--staged", "--dev", small_dev,
+                 *SMALL, "--output", tmp_path / "run")
+    assert_one_line_error(result, "bad.tsv", "cosine-mse maps scores 0-5", "row 3: 7")
+    assert "stage 1" not in result.stderr and "Epoch" not in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
 def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_files, small_dev,
                                                      tmp_path):
     sts, nli = two_files

@@ -162,6 +162,21 @@ def test_margin_is_refused_where_the_loss_has_none(cli, tiny_checkpoint, small_t
     assert not (tmp_path / "run").exists()
 
 
+def test_margin_ranking_refuses_the_option_its_form_does_not_read(cli, tiny_checkpoint,
+                                                                  small_train, tmp_path):
+    # The hinge form reads --margin, the logistic form --scale: the other was
+    # recorded, replayed, and changed nothing.
+    for extra, option, form in ((["--margin-form", "logistic", "--margin", 0.7], "--margin",
+                                 "hinge"),
+                                (["--scale", 5], "--scale", "logistic")):
+        result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                     "--loss", "margin-ranking", *extra, "--epochs", 1,
+                     "--output", tmp_path / "run")
+        assert_one_line_error(result, option,
+                              f"--loss margin-ranking reads it only with --margin-form {form}")
+    assert not (tmp_path / "run").exists()
+
+
 def test_scale_or_temperature_for_a_loss_without_it_is_refused(cli, tiny_checkpoint,
                                                                small_train, tmp_path):
     # Their defaults are in every run's replay command; another value typed for a loss

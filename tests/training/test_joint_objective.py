@@ -52,6 +52,28 @@ def test_bad_specs_are_named(spec, match):
         joint_objective(spec)
 
 
+def test_over_nli_rows_the_positives_are_the_entailments():
+    # NLI labels are the classes 2/1/0: above 2.5 took none, and the InfoNCE
+    # term logged 0 and trained nothing, silently.
+    from keras_cosent.data import DataFormatError
+    from keras_cosent.data import PairDataset
+
+    objective = get_objective("infonce:1,cosent:1")
+    nli = PairDataset([FIRST[:6], SECOND[:6]], np.array([2, 0, 1, 2, 0, 0], "float32"), "nli")
+    loss = objective.make_loss({}, objective.prepare(nli, "nli-jsonl"), "nli-jsonl")
+    assert loss.positive_above == (1.5, None)
+    assert objective.make_loss({}, pairs(), "pair-tsv").positive_above == (2.5, None)
+    # A term that would see no positive is an error naming the file.
+    unscored = PairDataset([FIRST[:4], SECOND[:4]], np.array([1.0, 2.0, 0.5, 2.5], "float32"),
+                           "low.tsv")
+    with pytest.raises(DataFormatError, match=r"low\.tsv: no pair is labelled above 2\.5, so "
+                                              r"the joint objective's 'infonce' term"):
+        objective.make_loss({}, unscored, "pair-tsv")
+    no_entailment = PairDataset([FIRST[:3], SECOND[:3]], np.array([1, 0, 1], "float32"), "nli")
+    with pytest.raises(DataFormatError, match="no pair is labelled above 1.5"):
+        objective.make_loss({}, no_entailment, "nli-jsonl")
+
+
 @pytest.mark.heavy
 def test_one_fit_step_equals_the_numpy_reference():
     with warnings.catch_warnings():

@@ -115,6 +115,18 @@ def test_several_devices_are_refused(monkeypatch):
         build_multi(tiny_encoder(), [(pairs(), "cosent")], batch_size=2)
 
 
+def test_a_joint_objective_is_a_task_named_joint():
+    # Its spec was taken for the task's log name, which MultiTaskLoss refused.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        setup = build_multi(tiny_encoder(), [(pairs(), "infonce:1,cosent:0.5"),
+                                             (pairs(), "cosent"), (pairs(), "cosent,angle")],
+                            batch_size=4, epochs=1)
+    assert setup.loss.names == ("joint", "cosent", "joint_2")
+    assert [type(loss).__name__ for loss in setup.loss.losses] == [
+        "JointLoss", "CoSENTLoss", "JointLoss"]
+
+
 def test_bad_sampling_is_named():
     with pytest.raises(ValueError, match="`sampling` should be one of"):
         build_multi(tiny_encoder(), [(pairs(), "cosent")], sampling="random")

@@ -49,6 +49,17 @@ def test_infonce_without_positive_pairs_names_the_file():
         OBJECTIVES["infonce"].prepare(low, "pair-tsv")
 
 
+@pytest.mark.parametrize("name", ["cosent:30", "cosent,angle", "", "my loss", 3])
+def test_a_registered_name_must_be_usable_as_a_name(name):
+    # "cosent:30" was registered, then read by get_objective as the joint spec
+    # "cosent with weight 30", silently another loss.
+    with pytest.raises(ValueError, match=r"An objective's `name` should be a non-empty string "
+                                         r"of letters, digits, '_' or '-'"):
+        register_objective(Objective(name=name, summary="x", loss=keras_cosent.losses.CoSENTLoss,
+                                     shape=scored_pairs))
+    assert name not in OBJECTIVES
+
+
 @pytest.mark.heavy
 def test_a_registered_objective_is_usable_from_build_and_from_the_cli(tmp_path):
     from click.testing import CliRunner
