@@ -439,11 +439,14 @@ def train(ctx, env, **options):
         with run_directory.staging() as staging:
             results = train_encoder(config, staging, env, backup)
             write_config(staging / CONFIG_FILE, config, command_line(ctx, config))
-    except BaseException:
+    except BaseException as error:
         # Kept only when there is something to resume: at least one saved epoch
         # of a run that is not --staged (whose stages are separate fits).
         if config.get("staged") or not run_directory.has_saved_epoch():
             run_directory.remove_backup()
+        elif isinstance(error, KeyboardInterrupt):
+            env.note(f"interrupted; the last finished epoch is kept in {backup}: the same "
+                     "command with --resume continues from it")
         raise
     run_directory.remove_backup()
     from recipes.reporting import results_table

@@ -47,15 +47,18 @@ def _backup_epoch(backup):
         return 0
 
 
-def _kill_after_first_epoch(args, backup, sig=signal.SIGKILL):
+def _kill_after_first_epoch(args, backup, sig=signal.SIGKILL, stderr_path=None):
     """Runs `keras-cosent ARGS` in a child process and sends it `sig` (SIGKILL) after an
-    epoch is saved."""
+    epoch is saved; its stderr goes to `stderr_path`, if given."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     command = [sys.executable, "-m", "recipes", "--backend", keras.backend.backend()]
+    stderr = subprocess.DEVNULL if stderr_path is None else open(stderr_path, "wb")
     process = subprocess.Popen(
         command + [str(a) for a in args], env=env, cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=stderr,
     )
+    if stderr_path is not None:
+        stderr.close()  # the child holds its own copy
     deadline = time.monotonic() + 300
     while process.poll() is None and time.monotonic() < deadline:
         if _backup_epoch(backup) >= 1:
@@ -181,11 +184,15 @@ def test_a_terminated_run_cleans_up_as_an_interrupted_one(tiny_checkpoint, data,
     # under load signalled after the last epoch, once the finished fit had deleted
     # its backup, and the run ended as terminated with nothing left to resume.
     epochs = 20
+    log = tmp_path / "stderr.log"
     returncode, saved_epochs = _kill_after_first_epoch(
         _train_args(tiny_checkpoint, train, dev, output, epochs=epochs), backup,
-        sig=signal.SIGTERM)
+        sig=signal.SIGTERM, stderr_path=log)
     assert returncode == 128 + signal.SIGTERM, "the run finished before it could be stopped"
     assert 1 <= saved_epochs < epochs
+    # It says how to continue, where before it said only "Aborted!".
+    assert (f"interrupted; the last finished epoch is kept in {backup}: the same command "
+            "with --resume continues from it") in log.read_text(encoding="utf-8")
     assert not output.exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".run")) == [
         ".run.resume"]
