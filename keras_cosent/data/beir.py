@@ -208,9 +208,11 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
                                 unknown_ids=unknown_ids)
     unknown = {"query": [], "document": []}
     first_lines, repeats = {}, []
+    header_read = False
     for line_number, line in _text_lines(qrels_path):
         fields = line.split("\t")
         if line_number == 1:
+            header_read = True
             if [x.strip() for x in fields] != ["query-id", "corpus-id", "score"]:
                 raise DataFormatError(
                     qrels_path, 1, f"header should be 'query-id\\tcorpus-id\\tscore', got {line.strip()!r}"
@@ -257,6 +259,11 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
             continue
         first_lines[qid, did] = line_number
         judged[did] = value
+    if not header_read:
+        # Not even the header: an empty file, most likely a failed write or copy.
+        raise DataFormatError(qrels_path, None,
+                              "empty file; expected the header 'query-id\\tcorpus-id\\tscore' "
+                              "and one judgement per line")
     qrels = {q: judged for q, judged in qrels.items() if q in all_queries}
     files = {"query": queries_path, "document": corpus_path}
     outcome = {"query": "left out", "document": "kept as judged: relevant, never retrieved, "

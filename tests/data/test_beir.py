@@ -90,6 +90,17 @@ def test_errors_name_file_and_line(tmp_path, kwargs, file, line, match):
     assert os.path.basename(info.value.path) == file and info.value.line == line
 
 
+def test_an_empty_qrels_file_is_named(tmp_path):
+    # Not even a header: it read as a split judging nothing, without an error.
+    folder = make_folder(tmp_path)
+    (folder / "qrels" / "test.tsv").write_bytes(b"")
+    with pytest.raises(DataFormatError, match=r"test\.tsv: empty file; expected the header"):
+        read_beir(folder, "test")
+    # A header alone is a well-formed split that judges nothing.
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    assert read_beir(folder, "test").qrels == {}
+
+
 def test_ids_are_compared_exactly_as_beir_does(tmp_path):
     # BEIR's loader keeps `_id`s and qrels ids as written, spaces included.
     folder = make_folder(
