@@ -15,6 +15,17 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+def seed_list(text):
+    """argparse type of `--seeds`: comma-separated integers, checked before any run."""
+    import argparse
+
+    try:
+        return [int(seed) for seed in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}") from None
+
+
 def peer_optimizer(model, lr, weight_decay, total_steps, warmup_steps):
     """The peer's AdamW and schedule as sentence-transformers' trainer builds them
     (transformers' TrainingArguments): fused AdamW (`optim="adamw_torch_fused"`, the

@@ -32,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import REPO_ROOT  # noqa: E402
+from bench.common import seed_list  # noqa: E402
 from bench.quality import DATA, split_paths  # noqa: E402
 
 RUNS = {
@@ -56,15 +57,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=sorted(DATA), default="sts-benchmark")
     parser.add_argument("--sentences", type=int, default=2000)
-    parser.add_argument("--seeds", default="42", help="comma-separated seeds")
+    parser.add_argument("--seeds", default="42", type=seed_list, help="comma-separated seeds")
     parser.add_argument("--backend", default="torch")
     parser.add_argument("--runs", default=",".join(RUNS))
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    unknown = [name for name in args.runs.split(",") if name not in RUNS]
+    if unknown:
+        parser.error(f"unknown --runs {unknown}; choose from {list(RUNS)}")
     fmt, paths = split_paths(args.data)
     results = load_results(args.json, {"data": args.data, "sentences": args.sentences,
                                        "backend": args.backend})
-    for seed in [int(s) for s in args.seeds.split(",")]:
+    for seed in args.seeds:
         todo = [name for name in args.runs.split(",")
                 if str(seed) not in results["runs"].get(name, {})]
         if not todo:
@@ -94,9 +98,12 @@ def main():
                 results["runs"].setdefault(name, {})[str(seed)] = row
                 print(name, seed, row, flush=True)
                 if args.json:
-                    with open(args.json, "w", encoding="utf-8") as f:
+                    # Replaced whole: a run stopped mid-write keeps the last good file,
+                    # whose runs are not run again.
+                    with open(args.json + ".partial", "w", encoding="utf-8") as f:
                         json.dump(results, f, indent=2)
                         f.write("\n")
+                    os.replace(args.json + ".partial", args.json)
     print(summary(results))
 
 

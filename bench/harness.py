@@ -144,9 +144,26 @@ def earlier_results(path):
     return text if not text or text.endswith("\n") else text + "\n"
 
 
-def read_lines(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
+def read_lines(path, suites=None):
+    """The result lines of the JSON-lines file at `path`; with `suites`, every line
+    must be a result of one of them (another benchmark's file is refused, naming it)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            numbered = [(n, l) for n, l in enumerate(f, 1) if l.strip()]
+    except OSError as error:
+        raise SystemExit(f"{path}: {error.strerror}") from None
+    lines = []
+    for number, text in numbered:
+        try:
+            line = json.loads(text)
+        except ValueError as error:
+            raise SystemExit(f"{path}:{number}: not a JSON line ({error})") from None
+        if suites is not None and (not isinstance(line, dict) or line.get("suite") not in suites):
+            got = line.get("suite") if isinstance(line, dict) else None
+            raise SystemExit(f"{path}:{number}: not a result of {', '.join(suites)} "
+                             f"(its suite: {got!r})")
+        lines.append(line)
+    return lines
 
 
 def run_key(line):
@@ -213,7 +230,7 @@ def _summarize_run(lines, base):
 def report(path, log=print, run=None):
     """Prints `summarize` of the file at `path` (of its run `run` alone when given),
     one table per run, and returns the rows."""
-    lines = read_lines(path)
+    lines = read_lines(path, suites=tuple(SUITE_FIGURES))
     if run is not None:
         lines = [l for l in lines if l.get("run") == run]
     rows = summarize(lines)

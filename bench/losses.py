@@ -77,6 +77,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT  # noqa: E402
+from bench.common import seed_list  # noqa: E402
 from bench.common import shared_data_dir  # noqa: E402
 from bench.peer_losses import JOINT_SPEC  # noqa: E402
 from bench.common import run_logged as run  # noqa: E402
@@ -315,7 +316,8 @@ def main():
     p.add_argument("--runs", default="triplet,mnrl,matryoshka",
                    help=f"comma-separated, from {', '.join(RUNS)}")
     p.add_argument("--stacks", default="keras,peer", help="comma-separated: keras, peer")
-    p.add_argument("--seeds", default="42", help="comma-separated seeds, one run each")
+    p.add_argument("--seeds", default="42", type=seed_list,
+                   help="comma-separated seeds, one run each")
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--lr", type=float, default=2e-5)
@@ -337,7 +339,7 @@ def main():
     p.add_argument("--summarize", metavar="FILE", help="print the table of FILE and stop")
     args = p.parse_args()
     if args.summarize:
-        print(summarize(harness.read_lines(args.summarize)))
+        print(summarize(harness.read_lines(args.summarize, suites=("losses",))))
         return
     if not args.out:
         p.error("--out is required")
@@ -348,7 +350,7 @@ def main():
     stacks = [s.strip() for s in args.stacks.split(",")]
     if set(stacks) - {"keras", "peer"}:
         p.error(f"--stacks: expected keras and/or peer, got {stacks}")
-    seeds = [int(seed) for seed in args.seeds.split(",")]
+    seeds = args.seeds
 
     # The readers import Keras; PyTorch starts faster than TensorFlow, Keras' default. The
     # train/encode commands get --backend, and the peer runs on PyTorch anyway.

@@ -74,6 +74,26 @@ def keras_command(data, epochs, backend, loss, output, seed=None):
             "--epochs", str(epochs), "--output", str(output)] + seed_args(seed)
 
 
+def bad_run(spec):
+    """Why `spec` (peer, a backend, or backend:loss) is no run, or None."""
+    if spec == "peer":
+        return None
+    import click
+
+    from recipes.context import BACKENDS
+    from recipes.options import OBJECTIVE
+
+    backend, _, loss = spec.partition(":")
+    if backend not in BACKENDS:
+        return f"expected peer, a backend ({', '.join(BACKENDS)}) or backend:loss"
+    if loss:
+        try:
+            OBJECTIVE.convert(loss, None, None)
+        except click.BadParameter as error:
+            return error.format_message()
+    return None
+
+
 def run_one(spec, data, epochs, runs_dir, log, seed=None):
     """Runs one stack in a subprocess; returns its result row."""
     if spec == "peer":
@@ -138,6 +158,12 @@ def main():
     p.add_argument("--seed", type=int, default=None,
                    help="seed for every run (default: peer_sts.py's 0, keras-cosent train's 42)")
     args = p.parse_args()
+    specs = [spec.strip() for spec in args.runs.split(",")]
+    for spec in specs:
+        # Checked before the first run, which takes minutes to hours.
+        problem = bad_run(spec)
+        if problem:
+            p.error(f"--runs {spec!r}: {problem}")
 
     import pathlib
 
@@ -147,9 +173,8 @@ def main():
     report = {"data": args.data, "epochs": args.epochs, "seed": args.seed, "argv": sys.argv,
               "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": []}
     with open(log_path, "a", encoding="utf-8") as log:
-        specs = args.runs.split(",")
         for spec in specs:
-            row = run_one(spec.strip(), args.data, args.epochs, runs_dir, log, args.seed)
+            row = run_one(spec, args.data, args.epochs, runs_dir, log, args.seed)
             row["load_average"] = [round(x, 2) for x in os.getloadavg()]
             report["rows"].append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)

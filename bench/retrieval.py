@@ -47,7 +47,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import REPO_ROOT, shared_data_dir  # noqa: E402
+from bench.common import REPO_ROOT, seed_list, shared_data_dir  # noqa: E402
 from bench.common import run_logged as run  # noqa: E402
 from bench import harness  # noqa: E402
 # The figures kept per run: the columns of `keras-cosent evaluate`'s retrieval table.
@@ -323,7 +323,8 @@ def main():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--warmup", type=float, default=0.1)
-    p.add_argument("--seeds", default="42", help="comma-separated seeds, one run each")
+    p.add_argument("--seeds", default="42", type=seed_list,
+                   help="comma-separated seeds, one run each")
     p.add_argument("--runs", default="zero-shot,keras,peer",
                    help="comma-separated: zero-shot, keras, peer")
     p.add_argument("--variants", default="mined",
@@ -339,16 +340,31 @@ def main():
     p.add_argument("--summarize", metavar="FILE", help="print the table of FILE and stop")
     args = p.parse_args()
     if args.summarize:
-        with open(args.summarize, encoding="utf-8") as f:
-            lines = [json.loads(line) for line in f if line.strip()]
-        print(summary(lines))
+        print(summary(harness.read_lines(args.summarize, suites=("retrieval",))))
         return
     if not args.out:
         p.error("--out is required")
 
     import pathlib
 
+    # Every argument checked before the first run: a typo found after hours of
+    # training costs the hours.
+    runs = args.runs.split(",")
+    unknown = set(runs) - {"zero-shot", "keras", "peer"}
+    if unknown:
+        p.error(f"unknown --runs {sorted(unknown)}; choose from ['zero-shot', 'keras', 'peer']")
+    variants = args.variants.split(",")
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        p.error(f"unknown --variants {sorted(unknown)}; choose from {list(VARIANTS)}")
+    if args.peer_mining == "ours" and "peer" in runs and not (
+            "keras" in runs and "mined" in variants):
+        p.error("--peer-mining ours trains the peer on the keras 'mined' variant's rows; "
+                "add keras to --runs and mined to --variants")
     root = shared_data_dir() / "retrieval"
+    for option in ("train", "test") + (() if args.dev.startswith("slice:") else ("dev",)):
+        if not (root / getattr(args, option)).is_dir():
+            p.error(f"--{option} {getattr(args, option)}: no folder {root / getattr(args, option)}")
     runs_dir = pathlib.Path(args.runs_dir or tempfile.mkdtemp(prefix="keras-cosent-retrieval-"))
     runs_dir.mkdir(parents=True, exist_ok=True)
     folders = {"train": root / args.train, "test": root / args.test}
@@ -361,11 +377,7 @@ def main():
         folders["dev"] = root / args.dev
         train_split = args.train_split
     transfer = transfer_sets([n for n in args.transfer.split(",") if n], runs_dir)
-    seeds = [int(seed) for seed in args.seeds.split(",")]
-    variants = args.variants.split(",")
-    unknown = set(variants) - set(VARIANTS)
-    if unknown:
-        p.error(f"unknown --variants {sorted(unknown)}; choose from {list(VARIANTS)}")
+    seeds = args.seeds
     config = {"train": args.train, "dev": args.dev, "test": args.test, "epochs": args.epochs,
               "batch_size": args.batch_size, "lr": args.lr, "warmup": args.warmup,
               "max_length": 64, "recipe": "retrieval-infonce", "model": "all-MiniLM-L6-v2",
@@ -398,7 +410,6 @@ def main():
                                       runs_dir / f"{prefix}-{name}.json", log))
                 for name, (folder, split) in transfer.items()}
 
-    runs = args.runs.split(",")
     tag = f"{args.train}-{args.backend}-e{args.epochs}-b{args.batch_size}"
     with open(runs_dir / "retrieval.log", "a", encoding="utf-8") as log:
         if "zero-shot" in runs:

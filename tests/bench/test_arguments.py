@@ -1,0 +1,63 @@
+"""The benchmarks refuse bad arguments before any run, naming them.
+
+A typo found only when its turn came cost the runs before it (hours for the
+retrieval and quality suites), left a line for a run that never happened, or
+ended in a traceback; a result file of another benchmark gave a KeyError.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.backends import once_in
+
+pytestmark = once_in("torch", "the benchmarks' argument checks (subprocesses, no backend)")
+
+
+def _bench(tmp_path, *args):
+    # A short timeout: a check that regressed would start the real run.
+    from bench.common import REPO_ROOT
+    from bench.common import shared_data_dir
+
+    env = {"PATH": "/usr/bin:/bin", "KERAS_COSENT_SHARED_DATA": str(shared_data_dir()),
+           "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    return subprocess.run([sys.executable, *args], cwd=REPO_ROOT, env=env, text=True,
+                          capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["-m", "bench", "retrieval", "--runs", "zero-shot,peers"], "unknown --runs ['peers']"),
+    (["-m", "bench", "retrieval", "--train", "nosuch"], "--train nosuch: no folder"),
+    (["-m", "bench", "retrieval", "--seeds", "1,x"],
+     "argument --seeds: expected comma-separated integers, got '1,x'"),
+    (["-m", "bench", "retrieval", "--peer-mining", "ours", "--runs", "peer"],
+     "--peer-mining ours trains the peer on the keras 'mined' variant's rows"),
+    (["-m", "bench", "losses", "--seeds", "x"], "argument --seeds: expected comma-separated"),
+    (["-m", "bench", "quality", "--runs", "jax,foo"],
+     "--runs 'foo': expected peer, a backend (tensorflow, jax, torch) or backend:loss"),
+    (["bench/esimcse.py", "--runs", "simcse,foo"], "unknown --runs ['foo']"),
+])
+def test_bad_arguments_are_refused_before_any_run(tmp_path, args, says):
+    out = tmp_path / "out.jsonl"
+    result = _bench(tmp_path, *args, "--json" if "quality" in args or "bench/esimcse.py" in args
+                    else "--out", out)
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr.splitlines()[-1]
+    assert not list(tmp_path.glob("out.json*"))  # nothing written
+    assert not list(tmp_path.glob("keras-cosent-*"))  # no run folder made
+
+
+def test_a_result_file_of_another_benchmark_is_named(tmp_path):
+    other = tmp_path / "gradcache.jsonl"
+    other.write_text(json.dumps({"tool": "gradcache", "figures": {}}) + "\n")
+    for args, suites in ((["report"], "train-speed, encode-speed, memory"),
+                         (["retrieval", "--summarize"], "retrieval"),
+                         (["losses", "--summarize"], "losses")):
+        result = _bench(tmp_path, "-m", "bench", *args, other)
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"{other}:1: not a result of {suites} (its suite: None)")
+    result = _bench(tmp_path, "-m", "bench", "report", tmp_path / "missing.jsonl")
+    assert result.stderr.strip() == f"{tmp_path / 'missing.jsonl'}: No such file or directory"
