@@ -10,6 +10,7 @@ the rest, using the op registry of a fresh TensorFlow process that has loaded
 nothing else. `format_audit` renders the report for `keras-cosent check-serving`.
 """
 
+import glob
 import json
 import os
 import subprocess
@@ -146,10 +147,16 @@ def audit_saved_model(export_dir):
     export_dir = os.fspath(export_dir)
     pb_path = os.path.join(export_dir, "saved_model.pb")
     if not os.path.isfile(pb_path):
-        raise FileNotFoundError(
-            f"No saved_model.pb in {export_dir}; pass a version directory such as "
-            f"{os.path.join(export_dir, '1')}."
-        )
+        # Point at the SavedModels below, as `export` lays them out (BASE_DIR/1):
+        # given a run directory, that is RUN/export/1, not RUN/1.
+        found = sorted((os.path.dirname(p) for pattern in ("*", os.path.join("*", "*"))
+                        for p in glob.glob(os.path.join(glob.escape(export_dir), pattern,
+                                                        "saved_model.pb"))),
+                       key=lambda d: (os.path.dirname(d), int(os.path.basename(d))
+                                      if os.path.basename(d).isdigit() else -1))
+        hint = (f"pass a version directory such as {found[-1]}" if found else
+                "pass the version directory that `keras-cosent export` wrote (BASE_DIR/1)")
+        raise FileNotFoundError(f"No saved_model.pb in {export_dir}; {hint}.")
     from google.protobuf.message import DecodeError
     from tensorflow.core.framework import types_pb2
     from tensorflow.core.protobuf import saved_model_pb2

@@ -11,6 +11,7 @@ with the Keras encoder's own embeddings.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -310,7 +311,15 @@ def test_core_only_export_serves_without_tensorflow_text(served):
 
 
 def test_audit_of_a_directory_without_saved_model_names_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+    with pytest.raises(FileNotFoundError, match=f"No saved_model.pb in {tmp_path}; pass the "
+                                                "version directory that `keras-cosent export`"):
+        keras_cosent.export.audit_saved_model(str(tmp_path))
+    # A run directory: the hint names the newest version under it (RUN/1 was wrong).
+    for version in ("2", "10"):
+        (tmp_path / "export" / version).mkdir(parents=True)
+        (tmp_path / "export" / version / "saved_model.pb").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=re.escape(
+            f"pass a version directory such as {tmp_path / 'export' / '10'}.")):
         keras_cosent.export.audit_saved_model(str(tmp_path))
 
 
