@@ -46,7 +46,8 @@ OPTION_TASKS = {
 CLUSTERING_FORMATS = COLUMN_FORMATS
 
 
-@click.command(short_help="STS Spearman/Pearson, retrieval nDCG/MRR/Recall/MAP, or clustering V-measure, x 100.")
+@click.command(short_help="STS Spearman/Pearson, retrieval nDCG/MRR/Recall/MAP, or "
+                           "clustering V-measure, x 100.")
 @click.argument("model")
 @click.argument("data", type=click.Path(exists=True))
 @click.option("--task", type=click.Choice(TASKS), default="sts", show_default=True,
