@@ -49,9 +49,12 @@ class MultiTaskEncoder(SiameseEncoder):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         trackers = getattr(self, "task_trackers", ())
         if trackers:
-            # Over the gathered global batch, as the loss itself (see SiameseEncoder).
+            # Over the gathered global batch and weighted, as the loss itself (see
+            # SiameseEncoder): on a batch of one task, loss_<task> is the batch's loss.
+            weight = None if sample_weight is None else distributed.gather_global(sample_weight)
             value = distributed.replica_value(lambda: self.loss.call(
-                distributed.gather_global(y), distributed.gather_global(y_pred)))
+                distributed.gather_global(y), distributed.gather_global(y_pred),
+                sample_weight=weight))
             task = self.loss.task_index(y)
             for index, tracker in enumerate(trackers):
                 # Weight 0 on the other tasks' batches: each mean is over its own.

@@ -169,7 +169,9 @@ class SiameseEncoder(keras.Model):
             embeddings = sequence_packing.packed_embeddings(self.encoder, flat, training=training)
         else:
             embeddings = self.encoder(flat, training=training)
-        return ops.reshape(embeddings, (-1, columns, embeddings.shape[-1]))
+        # float32 whatever the encoder gives (a custom one under mixed precision
+        # may return float16): the losses score in float32.
+        return ops.cast(ops.reshape(embeddings, (-1, columns, embeddings.shape[-1])), "float32")
 
     def get_config(self):
         config = super().get_config()

@@ -6,6 +6,7 @@ from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.layers.softmax_classifier_head import SoftmaxClassifierHead
 from keras_cosent.models import compile_config
+from keras_cosent.models.xla import resolve_jit_compile
 
 
 @keras_cosent_export
@@ -61,17 +62,19 @@ class SoftmaxClassifierModel(keras.Model):
         self.num_labels = int(num_labels)
         self.head = SoftmaxClassifierHead(self.num_labels)
 
-    def compile(self, *args, **kwargs):
+    def compile(self, *args, jit_compile="auto", **kwargs):
         """`keras.Model.compile`, readying the model for data-parallel training.
 
         The head is built here (its input is the encoder's embeddings), so
         that under PyTorch ranks every weight starts from rank 0's values and
         has its gradient averaged over the ranks
-        (`keras_cosent.distributed.prepare_model`).
+        (`keras_cosent.distributed.prepare_model`). As `SiameseEncoder.compile`,
+        `jit_compile="auto"` turns XLA on for TensorFlow even on CPU.
         """
-        super().compile(*args, **kwargs)
+        resolved = resolve_jit_compile(self, jit_compile, kwargs.get("run_eagerly", False))
+        super().compile(*args, jit_compile=resolved, **kwargs)
         # Saved as given, so that "auto" resolves afresh on the backend that loads it.
-        compile_config.record_jit_compile(self, kwargs.get("jit_compile", "auto"))
+        compile_config.record_jit_compile(self, jit_compile)
         embedding_dim = getattr(self.encoder, "embedding_dim", None)
         if not self.head.built and embedding_dim is not None:
             self.head.build((None, 2, embedding_dim))

@@ -105,6 +105,11 @@ def test_compiled_model_comes_back_compiled_from_a_keras_file(tmp_path, index):
     # the cached model's outer step always runs without XLA.
     cached = isinstance(model, keras_cosent.models.CachedSiameseEncoder)
     assert restored.get_compile_config()["jit_compile"] == (False if cached else "auto")
+    if not cached:
+        # XLA as every keras-cosent model has it, on TensorFlow's CPU too (the
+        # classifier kept Keras' resolution, off there).
+        assert model.jit_compile is restored.jit_compile is (
+            keras.backend.backend() in ("tensorflow", "jax")), name
     # The optimizer state came back: the next step is the one the saved model takes.
     assert int(ops.convert_to_numpy(restored.optimizer.iterations)) == 1
     for got, want in zip(restored.optimizer.variables, model.optimizer.variables):
@@ -153,3 +158,28 @@ def test_a_wrapper_given_the_wrong_object_says_so_at_construction(make, message)
     # callable) or with an AttributeError.
     with pytest.raises(TypeError, match=message):
         make(make_tiny_encoder())
+
+
+def test_embeddings_are_float32_whatever_a_custom_encoder_returns():
+    # Under mixed precision a custom encoder returns float16; the docstring (and
+    # the losses) say float32.
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        inputs = {name: keras.Input((None,), dtype=dtype, name=name) for name, dtype in (
+            ("token_ids", "int32"), ("padding_mask", "bool"), ("segment_ids", "int32"))}
+        hidden = keras.layers.GlobalAveragePooling1D()(
+            keras.layers.Embedding(40, 8)(inputs["token_ids"]), mask=inputs["padding_mask"])
+        encoder = keras.Model(inputs, keras.layers.Dense(8)(hidden))
+        model = SiameseEncoder(encoder)
+        x = {"token_ids": np.ones((4, 2, 6), "int32"), "padding_mask": np.ones((4, 2, 6), bool),
+             "segment_ids": np.zeros((4, 2, 6), "int32")}
+        flat = {k: v.reshape(8, 6) for k, v in x.items()}
+        assert keras.backend.standardize_dtype(encoder(flat).dtype) == "float16"
+        out = model(x)
+        assert keras.backend.standardize_dtype(out.dtype) == "float32"
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(out).reshape(8, 8),
+            ops.convert_to_numpy(ops.cast(encoder(flat), "float32")))
+    finally:
+        keras.config.set_dtype_policy(policy)
