@@ -20,7 +20,10 @@ import keras
 
 from keras_cosent.models.encoder_loading import ENCODER_FILENAME
 from keras_cosent.models.encoder_loading import checked_keras_archive
+from keras_cosent.models.encoder_loading import saved_encoder_config
 from keras_cosent.models.encoder_loading import saved_encoder_file
+from keras_cosent.models.sentence_preprocessing import check_max_length
+from keras_cosent.utils.arguments import check_bool
 from keras_cosent.utils.arguments import check_positive_int
 from keras_cosent.utils.arguments import is_int
 from keras_cosent.utils.truncation import check_truncate_dim
@@ -33,6 +36,33 @@ def _resolve_encoder_file(path):
     if found is None:
         raise FileNotFoundError(f"No encoder `.keras` file or training output directory at {path}")
     return found
+
+
+def _check_exportable(encoder_or_path, string_signatures):
+    """Refuses, before any export, what is no `SentenceEncoder` (a `.keras` file's
+    config is read without loading it) and string signatures without a tokenizer."""
+    if isinstance(encoder_or_path, (str, os.PathLike)):
+        path = _resolve_encoder_file(encoder_or_path)
+        config = saved_encoder_config(path) or {}
+        class_name = config.get("class_name")
+        tokenizer = (config.get("config") or {}).get("tokenizer", False)
+        where = f"{path} holds"
+    else:
+        from keras_cosent.models.sentence_encoder import SentenceEncoder
+
+        class_name = ("SentenceEncoder" if isinstance(encoder_or_path, SentenceEncoder)
+                      else type(encoder_or_path).__name__)
+        tokenizer = getattr(encoder_or_path, "tokenizer", False)
+        where = "Received:"
+    if class_name not in (None, "SentenceEncoder"):
+        # A SiameseEncoder (the training model) instead of its `.encoder`, say.
+        raise ValueError(
+            f"`encoder` should be a keras_cosent SentenceEncoder. {where} a {class_name}"
+        )
+    if string_signatures and tokenizer is None:
+        from keras_cosent.export.serving_graph import NO_TOKENIZER
+
+        raise ValueError(NO_TOKENIZER)
 
 
 def _next_version(base_dir):
@@ -81,7 +111,11 @@ def _export_in_subprocess(encoder_file, export_dir, max_length, string_signature
         command.append("--no-string-signatures")
     if truncate_dim is not None:
         command += ["--truncate-dim", str(truncate_dim)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    # Run from the package root: `-m` puts the working directory first on
+    # sys.path, where a folder named keras_cosent would shadow this one. The
+    # paths passed are absolute.
+    result = subprocess.run(command, env=env, capture_output=True, text=True,
+                            cwd=_package_root())
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-25:])
         raise RuntimeError(
@@ -170,7 +204,8 @@ def export_saved_model(
             re-normalised (`similarity` their cosine), as
             `SentenceEncoder.encode(truncate_dim=...)` gives. For a path, a
             value above the model's dimension fails in the export subprocess
-            (`RuntimeError` with its message).
+            (`RuntimeError` with its message), as does a `max_length` above
+            the backbone's length; the rest is checked before the export.
 
     Returns:
         The path of the written version directory, as a string.
@@ -187,8 +222,15 @@ def export_saved_model(
     >>> keras_cosent.export.export_saved_model("runs/sts/encoder.keras", base)  # doctest: +SKIP
     '/tmp/.../2'
     """
+    # Checked here, the same on every backend: off TensorFlow the export runs in
+    # a subprocess, whose errors come back as a RuntimeError around its traceback.
     if truncate_dim is not None:
         truncate_dim = check_positive_int("truncate_dim", truncate_dim)
+    if max_length is not None:
+        max_length = check_max_length(max_length)
+    overwrite = check_bool("overwrite", overwrite)  # "no" would replace a version
+    string_signatures = check_bool("string_signatures", string_signatures)
+    _check_exportable(encoder_or_path, string_signatures)
     base_dir = os.path.abspath(os.fspath(base_dir))
     if os.path.exists(base_dir) and not os.path.isdir(base_dir):
         raise NotADirectoryError(f"`base_dir` {base_dir} exists and is not a directory")

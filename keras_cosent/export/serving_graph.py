@@ -46,14 +46,17 @@ def resolve_max_length(encoder, max_length=None):
     return check_max_length(value, getattr(encoder, "backbone", None))
 
 
+NO_TOKENIZER = (
+    "The encoder has no tokenizer, so the string signatures cannot be "
+    "built; create it with `SentenceEncoder.from_checkpoint`, or pass "
+    "`string_signatures=False` to export `encode_tokens` only."
+)
+
+
 def check_tokenizer_for_strings(encoder):
     """Refuses the string signatures of an encoder without a tokenizer."""
     if encoder.tokenizer is None:
-        raise ValueError(
-            "The encoder has no tokenizer, so the string signatures cannot be "
-            "built; create it with `SentenceEncoder.from_checkpoint`, or pass "
-            "`string_signatures=False` to export `encode_tokens` only."
-        )
+        raise ValueError(NO_TOKENIZER)
 
 
 def write_serving_saved_model(

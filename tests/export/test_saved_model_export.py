@@ -86,7 +86,18 @@ def served(tiny_checkpoint, tmp_path_factory):
     tokens = encoder.preprocess(SENTENCES)
     token_inputs = _columnar_request(tokens)["inputs"]
 
-    v1 = keras_cosent.export.export_saved_model(encoder, base)
+    # Exported from a folder holding another `keras_cosent`: off TensorFlow the
+    # worker ran `python -m` there, and imported that one.
+    shadow = os.path.join(tmp, "shadow", "keras_cosent")
+    os.makedirs(shadow)
+    with open(os.path.join(shadow, "__init__.py"), "w") as f:
+        f.write("raise ImportError('the keras_cosent of the working directory')\n")
+    cwd = os.getcwd()
+    os.chdir(os.path.dirname(shadow))
+    try:
+        v1 = keras_cosent.export.export_saved_model(encoder, base)
+    finally:
+        os.chdir(cwd)
     requests = {
         "sentences": {"model": v1, "signature": "serving_default",
                       "inputs": {"sentences": SENTENCES}},
@@ -338,6 +349,29 @@ def test_bad_max_length_fails_before_exporting(served, tmp_path):
             )
     # Nothing half-written is left behind.
     assert os.listdir(tmp_path) == []
+
+
+def test_bad_arguments_fail_before_exporting_on_every_backend(served, tmp_path):
+    # Off TensorFlow, a path's max_length went unchecked to the export worker ('8'
+    # was exported, 2 came back as a RuntimeError), a SiameseEncoder failed with
+    # AttributeError, and a truthy string took the place of True.
+    encoder = served["encoder"]
+    saved = tmp_path / "encoder.keras"
+    encoder.save(saved)
+    siamese = keras_cosent.models.SiameseEncoder(encoder)
+    siamese_file = tmp_path / "siamese.keras"
+    siamese.save(siamese_file)
+    base = tmp_path / "base"
+    for model, kwargs, match in (
+            (saved, {"max_length": "8"}, "`max_length`='8'"),
+            (saved, {"max_length": 2}, "`max_length`=2"),
+            (siamese, {}, "should be a keras_cosent SentenceEncoder. Received: a SiameseEncoder"),
+            (siamese_file, {}, f"SentenceEncoder. {siamese_file} holds a SiameseEncoder"),
+            (encoder, {"overwrite": "no"}, "`overwrite` should be a bool"),
+            (saved, {"string_signatures": "False"}, "`string_signatures` should be a bool")):
+        with pytest.raises(ValueError, match=re.escape(match)):
+            keras_cosent.export.export_saved_model(model, base, **kwargs)
+    assert not base.exists()
 
 
 @needs_in_process
