@@ -42,7 +42,9 @@ def _check_exportable(encoder_or_path, string_signatures):
     """Refuses, before any export, what is no `SentenceEncoder` (a `.keras` file's
     config is read without loading it) and string signatures without a tokenizer."""
     if isinstance(encoder_or_path, (str, os.PathLike)):
-        path = _resolve_encoder_file(encoder_or_path)
+        path = saved_encoder_file(encoder_or_path)
+        if path is None:
+            return  # no such file: `_write_export` says so, after the version's checks
         config = saved_encoder_config(path) or {}
         class_name = config.get("class_name")
         tokenizer = (config.get("config") or {}).get("tokenizer", False)
