@@ -45,6 +45,15 @@ def read_scored_pairs(path, format, text_columns=("sentence1", "sentence2"),
         )
     if format in COLUMN_FORMATS and label_column is None:
         raise CliError(f"{option} {path}: evaluation needs --label-column")
+    if format in COLUMN_FORMATS and (len(set(text_columns)) != len(text_columns)
+                                     or label_column in text_columns):
+        # Every pair (s, s), or the score read as a sentence: a correlation of
+        # round-off, with nothing to say it is wrong.
+        raise CliError(
+            f"{option} {path}: evaluation reads two different text columns and a label "
+            f"column apart from them; the text columns are {','.join(text_columns)} and "
+            f"the label column {label_column}"
+        )
     dataset = _read(path, format, text_columns, label_column)
     if dataset.num_columns != 2:
         raise CliError(

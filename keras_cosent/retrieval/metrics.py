@@ -32,6 +32,7 @@ so that a set's figures do not depend on how many unanswerable queries it lists.
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 
@@ -233,6 +234,10 @@ def v_measure(embeddings, labels, num_clusters=None, seed=0):
         num_clusters: a positive int, at most `n`; defaults to the number of
             distinct labels.
         seed: seeds `KMeans`.
+
+    Returns:
+        The V-measure in [0, 1]; NaN, with a warning, when an embedding is not
+        finite (a diverged encoder), as the other scores of such a model are.
     """
     embeddings = np.asarray(embeddings, dtype=np.float32)
     labels = np.asarray(labels)
@@ -241,6 +246,14 @@ def v_measure(embeddings, labels, num_clusters=None, seed=0):
             "`embeddings` should be (n, dim) with one label each. Received shapes "
             f"{embeddings.shape} and {labels.shape}."
         )
+    bad_rows = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
+    if bad_rows.size:
+        # A diverged encoder: NaN, as the STS and retrieval scores are (k-means
+        # refuses NaN with an error that names neither the model nor the rows).
+        warnings.warn(
+            f"`v_measure`: {bad_rows.size} of {len(embeddings)} embeddings are not finite "
+            f"(row {bad_rows[0]} first); the score is NaN.", stacklevel=2)
+        return float("nan")
     if len(labels) < 2:
         raise ValueError(f"`v_measure` needs at least 2 labelled texts. Received {len(labels)}.")
     distinct = np.unique(labels)

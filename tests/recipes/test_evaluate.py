@@ -114,6 +114,18 @@ def test_json_output_is_never_the_data_file(cli, trained_run, small_dev):
     assert small_dev.read_bytes() == before
 
 
+@pytest.mark.parametrize("columns", ["a,a", "a,score"])
+def test_sts_text_columns_are_two_columns_apart_from_the_label(cli, tmp_path, columns):
+    # (s, s) pairs, or the score read as a sentence, gave a "correlation" of
+    # round-off (86.60 for a,a).
+    data = tmp_path / "three.csv"
+    data.write_text("a,b,c,score\nA man,A dog,x,1\nthe cat,a cat,y,2\nred,blue,z,3\n")
+    result = cli("evaluate", "all-MiniLM-L6-v2", data, "--format", "csv", "--text-columns",
+                 columns)
+    assert_one_line_error(result, f"DATA {data}: evaluation reads two different text columns",
+                          f"the text columns are {columns} and the label column score")
+
+
 def test_column_options_are_refused_with_a_format_of_fixed_columns(cli, small_dev):
     for option, value in (("--text-columns", "a,b"), ("--label-column", "c")):
         result = cli("evaluate", "all-MiniLM-L6-v2", small_dev, option, value)

@@ -170,6 +170,17 @@ def test_v_measure_equals_sklearn():
     del sklearn
 
 
+def test_v_measure_of_a_diverged_encoder_is_nan_with_a_warning():
+    # As the STS and retrieval scores of NaN embeddings; k-means raised its own
+    # "Input X contains NaN", naming neither the model nor the rows.
+    from keras_cosent.retrieval import v_measure
+
+    x = np.ones((4, 3), "float32")
+    x[2, 1] = np.nan
+    with pytest.warns(UserWarning, match=r"1 of 4 embeddings are not finite \(row 2 first\)"):
+        assert np.isnan(v_measure(x, ["a", "a", "b", "b"]))
+
+
 def test_run_from_top_k_refuses_shapes_and_indices_that_do_not_fit():
     with pytest.raises(ValueError, match=r"shape \(len\(query_ids\), k\) = \(2, k\)"):
         run_from_top_k(["q1", "q2"], ["d1", "d2"], np.ones((3, 1)), np.zeros((3, 1), int))
