@@ -18,6 +18,7 @@ from keras_cosent.losses._validation import check_non_negative_float
 from keras_cosent.losses._validation import flat_labels
 from keras_cosent.losses._validation import labels_read_by
 from keras_cosent.losses._validation import nan_if_unlabelled
+from keras_cosent.utils.arguments import is_log_name
 
 
 def _check_losses(losses):
@@ -34,8 +35,22 @@ def _check_losses(losses):
     return checked
 
 
+def _one_per_loss(argument, value, count):
+    """`value` as a list of `count` entries, one per loss, or a ValueError naming it.
+
+    A string is one value, not a list of one-letter entries.
+    """
+    checked = as_sequence(value)
+    if checked is None or len(checked) != count:
+        raise ValueError(
+            f"`{argument}` should be a list with one entry per loss ({count}). "
+            f"Received: `{argument}`={value!r}"
+        )
+    return list(checked)
+
+
 def _check_name(name):
-    if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
+    if not is_log_name(name):
         raise ValueError(
             "`names` entries should be non-empty strings of letters, digits, '_' or '-'. "
             f"Received: {name!r}"
@@ -100,15 +115,7 @@ class JointLoss(WeightsPassingLoss):
         count = len(losses)
 
         def per_loss(value, default, argument):
-            if value is None:
-                return [default] * count
-            checked = as_sequence(value)
-            if checked is None or len(checked) != count:
-                raise ValueError(
-                    f"`{argument}` should have one entry per loss ({count}). "
-                    f"Received: `{argument}`={value!r}"
-                )
-            return list(checked)
+            return [default] * count if value is None else _one_per_loss(argument, value, count)
 
         weights = [
             check_non_negative_float("weights", w) for w in per_loss(weights, 1.0, "weights")

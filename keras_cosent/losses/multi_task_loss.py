@@ -18,9 +18,9 @@ from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import WeightsPassingLoss
-from keras_cosent.losses._validation import as_sequence
 from keras_cosent.losses.joint_loss import _check_losses
 from keras_cosent.losses.joint_loss import _check_name
+from keras_cosent.losses.joint_loss import _one_per_loss
 
 
 @keras_cosent_export
@@ -65,18 +65,8 @@ class MultiTaskLoss(WeightsPassingLoss):
                  reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
         losses = _check_losses(losses)
-        given = {"names": names, "columns": columns}
-        for argument, value in given.items():
-            # A string is one name, not a list of one-letter names.
-            checked = as_sequence(value)
-            if checked is None or len(checked) != len(losses):
-                raise ValueError(
-                    f"`{argument}` should be a list with one entry per loss ({len(losses)}). "
-                    f"Received: `{argument}`={value!r}"
-                )
-            given[argument] = list(checked)
-        names, columns = given["names"], given["columns"]
-        names = [_check_name(n) for n in names]
+        names = [_check_name(n) for n in _one_per_loss("names", names, len(losses))]
+        columns = _one_per_loss("columns", columns, len(losses))
         if len(set(names)) != len(names):
             raise ValueError(f"`names` should be distinct. Received: `names`={names!r}")
         for count in columns:

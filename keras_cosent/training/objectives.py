@@ -21,6 +21,7 @@ from keras_cosent import losses
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.pair_dataset import PairDataset
 from keras_cosent.data.readers import NLI_ORDINAL_LABELS
+from keras_cosent.utils.arguments import is_log_name
 
 # Pair scores above this count as "similar" wherever an objective needs a yes/no
 # label (Sentence-BERT softmax on STS scores, positives for InfoNCE): the middle of 0-5.
@@ -163,14 +164,12 @@ def register_objective(objective):
             f"`label_mode` should be one of {LABEL_MODES}. "
             f"Received: `label_mode`={objective.label_mode!r}"
         )
-    name = objective.name
-    if not isinstance(name, str) or not name or not name.replace("_", "").replace(
-            "-", "").isalnum():
+    if not is_log_name(objective.name):
         # ':' and ',' would make it a joint spec to `get_objective`, and the logs
         # name a term `loss_<name>`.
         raise ValueError(
             "An objective's `name` should be a non-empty string of letters, digits, '_' "
-            f"or '-'. Received: `name`={name!r}"
+            f"or '-'. Received: `name`={objective.name!r}"
         )
     OBJECTIVES[objective.name] = objective
     return objective

@@ -21,6 +21,12 @@ def is_number(value):
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
+def is_log_name(value):
+    """True for a non-empty string of letters, digits, '_' or '-': a name that a
+    log key (`loss_<name>`) can hold and that no spec separator (':', ',') splits."""
+    return isinstance(value, str) and value.replace("_", "").replace("-", "").isalnum()
+
+
 def check_positive_int(name, value):
     """Returns `value` as an int, or raises if it is not an int >= 1."""
     if not is_int(value) or value < 1:
