@@ -529,12 +529,8 @@ def _typed_otherwise(ctx, options, name):
     default: the stored replay command spells every option out, defaults included,
     and those are no choice of the user's."""
     default = next(p.default for p in ctx.command.params if p.name == name)
-    value = options.get(name)
-    if isinstance(default, tuple):
-        # A `multiple` option: resolved into a list, or one value for one --train.
-        value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
     return (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-            and value != default)
+            and options.get(name) != default)
 
 
 def check_head_objectives(options, losses, get_objective):
@@ -584,20 +580,6 @@ def check_combinations(ctx, options):
                     "applies to --train-retrieval only (mining hard negatives for it)",
                     param_hint=flag,
                 )
-    evaluates = options["dev"] is not None or options["test"] is not None
-    if not evaluates and _typed_otherwise(ctx, options, "eval_format"):
-        # The demo dev set has its own format: the option would be recorded and unused.
-        raise click.BadParameter("is the format of --dev and --test; give one",
-                                 param_hint="--eval-format")
-    if (options["train"] is None and _typed_otherwise(ctx, options, "format")
-            and not (evaluates and options["eval_format"] is None)):
-        # Read only for --train (and for --dev/--test without --eval-format).
-        raise click.BadParameter(
-            "is the format of --train; without it "
-            + ("--train-retrieval's mined rows are read" if options["train_retrieval"]
-               is not None else "the demo set (pair-tsv) trains"),
-            param_hint="--format",
-        )
     formats = options["format"] if isinstance(options["format"], list) else [options["format"]]
     if options["train_retrieval"] is None and not any(
             f in COLUMN_FORMATS for f in formats + [options["eval_format"]]):

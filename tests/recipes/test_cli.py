@@ -195,19 +195,6 @@ def test_column_options_with_a_format_of_fixed_columns_are_refused(cli, small_tr
     assert not (tmp_path / "r").exists()
 
 
-def test_a_format_with_no_file_to_read_is_refused(cli, small_train, tmp_path):
-    # Recorded in config.json as the run's and never used: the demo set trained.
-    out = tmp_path / "r"
-    for args, option, says in (
-            (["--format", "nli-jsonl"], "--format", "without it the demo set (pair-tsv) trains"),
-            (["--eval-format", "nli-jsonl"], "--eval-format", "is the format of --dev and "
-                                                             "--test; give one"),
-            (["--train", small_train, "--eval-format", "pair-tsv"], "--eval-format",
-             "give one")):
-        assert_one_line_error(cli("train", *args, "--output", out), option, says)
-    assert not out.exists()
-
-
 def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     out = tmp_path / "run"
     assert_one_line_error(cli("train", "--loss", "quadruplet", "--output", out), "--loss",
