@@ -180,8 +180,9 @@ Without --train or --train-retrieval, trains on the packaged demo set
 @click.option("--mine-relative-margin", type=FractionOrOff(), default=None,
               show_default="none",
               help="When mining, drop candidates whose cosine exceeds the positive's minus this "
-              "fraction of its magnitude (times 1 - this, for a positive cosine): the nearest neighbours are often unlabelled positives. 'off' keeps "
-              "them even under a recipe that sets a margin.")
+              "fraction of its magnitude (times 1 - this, for a positive cosine): the nearest "
+              "neighbours are often unlabelled positives. 'off' keeps them even under a recipe "
+              "that sets a margin.")
 @identical_ids_option("the --dev-retrieval ranking and the negatives mined for --train-retrieval")
 @unknown_ids_option
 @faiss_option
