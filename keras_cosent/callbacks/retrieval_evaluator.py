@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 from keras_cosent.retrieval._validation import check_encoder
+from keras_cosent.retrieval._validation import check_distinct_as_strings
 from keras_cosent.retrieval._validation import check_k_values
 from keras_cosent.retrieval._validation import check_qrels
 from keras_cosent.retrieval.metrics import retrieval_metrics
@@ -232,20 +233,13 @@ def _texts_by_id(items, name):
             f"`{name}` should be a mapping {{id: text}} (e.g. a dict). "
             f"Received: `{name}` of type {type(items).__name__}"
         )
-    texts, keys = {}, {}
     for key, text in items.items():
         if not isinstance(text, str):
             raise ValueError(
                 f"`{name}` should map ids to texts (str). Received: `{name}`[{key!r}]={text!r:.80}"
             )
-        if str(key) in keys:
-            raise ValueError(
-                f"`{name}` holds two ids that are equal as strings (ids are compared as "
-                f"strings): {keys[str(key)]!r} and {key!r}"
-            )
-        keys[str(key)] = key
-        texts[str(key)] = text
-    return texts
+    check_distinct_as_strings(items, name)
+    return {str(key): text for key, text in items.items()}
 
 
 def _judgements(qrels):

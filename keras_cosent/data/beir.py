@@ -302,8 +302,10 @@ def hold_out_queries(dataset, size, seed=0, distractors=2500):
     `distractors` other documents of the corpus (drawn with the same
     generator), a corpus small enough to score after every epoch. Train keeps
     the other queries and drops the documents that only dev queries judge, so
-    training never sees a dev positive, neither as a positive nor as a mined
-    negative. Corpus order is kept on both sides.
+    training sees none of those, neither as a positive nor as a mined
+    negative; a document that a train query judges too stays in train (STS-B's
+    retrieval sets have a few answers shared by two queries). Corpus order is
+    kept on both sides.
 
     Args:
         dataset: the `RetrievalDataset` to split.

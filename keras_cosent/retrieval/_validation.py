@@ -77,6 +77,22 @@ def check_nested_mapping(name, value, inner="{doc_id: ...}"):
             )
 
 
+def check_distinct_as_strings(ids, name):
+    """Raises if two of `ids` are equal as strings (`1` and `'1'`), naming `name`.
+
+    Ids are compared as strings where texts and judgements are matched, so two
+    such ids would be one document (or query) taken twice.
+    """
+    seen = {}
+    for key in ids:
+        if str(key) in seen:
+            raise ValueError(
+                f"`{name}` holds two ids that are equal as strings (ids are compared as "
+                f"strings): {seen[str(key)]!r} and {key!r}"
+            )
+        seen[str(key)] = key
+
+
 def check_qrels(qrels):
     """Raises unless `qrels` is `{query_id: {doc_id: int relevance}}`."""
     check_nested_mapping("qrels", qrels, "{doc_id: int relevance}")

@@ -213,6 +213,18 @@ def _check_run_and_qrels(run, qrels):
             f"has ids such as {some_ids(qrels)}; `run` has {some_ids(run)}. Ids are "
             "compared exactly: key both by the same type (BEIR's ids are str)."
         )
+    run_docs = {doc_id for qid in qrels for doc_id in run.get(qid, {})}
+    judged_docs = {doc_id for judged in qrels.values() for doc_id in judged}
+    run_types = {type(doc_id) for doc_id in run_docs}
+    judged_types = {type(doc_id) for doc_id in judged_docs}
+    if run_docs and judged_docs and not run_docs & judged_docs and not run_types & judged_types:
+        raise ValueError(
+            "No document id of `run` is judged in `qrels`, and their ids are of other types, "
+            f"so every query would score 0. `qrels` has document ids such as "
+            f"{some_ids(sorted(judged_docs, key=repr))}; `run` has "
+            f"{some_ids(sorted(run_docs, key=repr))}. Ids are compared "
+            "exactly: key both by the same type (BEIR's ids are str)."
+        )
     for qid, docs in run.items():
         for doc_id, score in docs.items():
             if not is_number(score) or not math.isfinite(score):

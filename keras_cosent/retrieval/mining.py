@@ -34,7 +34,10 @@ import collections.abc
 
 import numpy as np
 
+from keras_cosent.retrieval._validation import check_distinct_as_strings
 from keras_cosent.retrieval._validation import check_encoder
+from keras_cosent.retrieval._validation import check_nested_mapping
+from keras_cosent.retrieval._validation import check_qrels
 from keras_cosent.retrieval._validation import some_ids
 from keras_cosent.retrieval.search import _normalize
 from keras_cosent.retrieval.search import _normalized_chunks
@@ -48,6 +51,7 @@ from keras_cosent.utils.arguments import is_int
 
 def _as_ids_and_texts(items, what):
     if isinstance(items, collections.abc.Mapping):
+        check_distinct_as_strings(items, what)
         return [str(i) for i in items], [str(t) for t in items.values()]
     if isinstance(items, (str, bytes)) or not isinstance(items, collections.abc.Iterable):
         raise TypeError(
@@ -97,6 +101,17 @@ def _check_embeddings(embeddings, count, name, what):
             f"Received shape {embeddings.shape}."
         )
     return embeddings
+
+
+def _check_finite(embeddings, ids, what):
+    """Raises if a row of `embeddings` is not finite: its neighbours would mean nothing."""
+    bad = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
+    if bad.size:
+        raise ValueError(
+            f"The embeddings of `{what}` are not finite (NaN or inf) for {bad.size} of the "
+            f"{len(ids)} texts (first: id {ids[bad[0]]!r}); the encoder's weights may have "
+            "diverged. No negative is mined from them."
+        )
 
 
 def _random_fill(rng, corpus_size, count, accept, acceptable):
@@ -230,12 +245,19 @@ def mine_hard_negatives(
     doc_index = {d: i for i, d in enumerate(doc_ids)}
     if isinstance(positives, collections.abc.Mapping):
         # Ids compared as str, as those of `queries` and `corpus` are.
+        check_nested_mapping("positives", positives, "{doc_id: int relevance}")
+        check_distinct_as_strings(positives, "positives")
+        for qid, judged in positives.items():
+            check_distinct_as_strings(judged, f"positives[{qid!r}]")
+        check_qrels(positives)
         positives = {str(q): {str(d): s for d, s in judged.items()}
                      for q, judged in positives.items()}
-        if positives and not any(qid in positives for qid in query_ids):
+        known_queries = set(query_ids)
+        unknown = [q for q in positives if q not in known_queries]
+        if unknown:
             raise ValueError(
-                "No query id of `positives` is a query of `queries`, so no row would be "
-                f"mined. `positives` has ids such as {some_ids(positives)}; `queries` has "
+                f"`positives` name {len(unknown)} queries that `queries` lacks (ids are "
+                f"compared as strings), such as {some_ids(unknown)}; `queries` has "
                 f"{some_ids(query_ids)}."
             )
         positive_index = []
@@ -265,6 +287,9 @@ def mine_hard_negatives(
             corpus_embeddings = _check_embeddings(
                 encoder.encode(doc_texts, batch_size=batch_size), len(doc_ids),
                 "`encoder.encode(corpus)`", "corpus")
+    for embeddings, ids, what in ((query_embeddings, query_ids, "queries"),
+                                  (corpus_embeddings, doc_ids, "corpus")):
+        _check_finite(embeddings, ids, what)
     q = _normalize(query_embeddings)
     # The corpus is normalised where it is read (a row, or top_k's chunks), never
     # copied whole: the same values as normalising it once, at a chunk's memory.

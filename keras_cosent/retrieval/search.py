@@ -89,9 +89,11 @@ def _merge_above(best_scores, best_index, scores, offset, k, limit):
     nan_rows = np.isnan(kth[:, 0])
     if nan_rows.any():  # fewer than k real scores so far: every column may enter
         mask[nan_rows] = True
-    rows, cols = np.nonzero(mask)
-    if rows.size > limit:
+    # Counted before np.nonzero, whose two int64 arrays would outgrow the
+    # documented memory bound when most of a chunk passes.
+    if np.count_nonzero(mask) > limit:
         return None
+    rows, cols = np.nonzero(mask)
     all_rows = np.concatenate([np.repeat(np.arange(rows_count), k), rows])
     all_scores = np.concatenate([best_scores.ravel(), scores[rows, cols]])
     all_index = np.concatenate([best_index.ravel(), cols.astype(np.int64) + offset])
@@ -165,10 +167,21 @@ def top_k(
     if use_faiss:
         import faiss
 
+        if k == 0:  # an empty corpus, which faiss's search refuses
+            return (np.empty((queries.shape[0], 0), dtype=np.float32),
+                    np.empty((queries.shape[0], 0), dtype=np.int64))
         index = faiss.IndexFlatIP(corpus.shape[1])
         for _, block in _normalized_chunks(corpus, chunk_size, normalize):
             index.add(np.ascontiguousarray(block))
         scores, indices = index.search(np.ascontiguousarray(queries), k)
+        missing = np.flatnonzero((indices < 0).any(axis=1))
+        if missing.size:
+            # faiss pads with -1 where scores are NaN; as an index that is the last row.
+            raise ValueError(
+                f"faiss found fewer than k={k} corpus rows for {missing.size} queries (first: "
+                f"query row {missing[0]}): the embeddings hold NaN. Received non-finite "
+                "`query_embeddings` or `corpus_embeddings`."
+            )
         return scores.astype(np.float32), indices.astype(np.int64)
     # Corpus chunks outside, query chunks inside: each corpus chunk is read and
     # normalised once, and each query chunk keeps its running best between them.

@@ -220,6 +220,10 @@ def test_k_values_must_be_positive_ints(k_values, shown):
     ({"1": {"d1": 0.9}}, {1: {"d1": 1}},
      r"No query id of `qrels` is in `run`.*\[1\] \(int\); `run` has \['1'\] \(str\)"),
     ({}, {"q": {"d": 1}}, r"No query id of `qrels` is in `run`.*`run` has none"),
+    # Document ids too: int run keys never meet str qrels keys, and every query scores 0.
+    ({"q": {1: 0.9, 2: 0.5}}, {"q": {"1": 1}},
+     r"No document id of `run` is judged in `qrels`.*\['1'\] \(str\); `run` has \[1, 2\] "
+     r"\(int\)"),
     ({"q": {"d": 1.0}}, {}, r"`qrels` should judge at least one query. Received: `qrels`=\{\}"),
     ({"q": {"d": 1.0}}, {"q": {"d": 0}}, "No query of `qrels` has a relevant document"),
     ({"q": {"d": 1.0}}, {"q": {"d": "1"}}, "`qrels` should hold int relevance grades. "
@@ -275,3 +279,10 @@ def test_v_measure_refuses_one_class_and_bad_cluster_counts(labels, kwargs, matc
 def test_metrics_as_one_string_is_refused_not_split_into_letters():
     with pytest.raises(ValueError, match=r"`metrics` should be a sequence.*\['ndcg'\] for one"):
         retrieval_metrics({"q": {"d": 1.0}}, {"q": {"d": 1}}, k_values=[1], metrics="ndcg")
+
+
+def test_a_run_missing_every_judged_document_of_the_same_id_type_scores_zero():
+    # Only ids of other types are refused: a run of str ids that retrieves none of the
+    # relevant documents is a real (bad) ranking, scored 0 as pytrec_eval scores it.
+    means = retrieval_metrics({"q": {"d2": 0.9, "d3": 0.5}}, {"q": {"d1": 1}}, k_values=[1, 2])
+    assert means["ndcg@2"] == means["recall@2"] == means["mrr@1"] == 0.0

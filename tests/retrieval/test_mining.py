@@ -344,7 +344,60 @@ def test_qrels_ids_are_compared_as_strings_and_must_meet_the_queries():
                                   corpus_embeddings=np.concatenate([C_EMB, [unit(90)]]),
                                   num_negatives=1)
     assert rows == [["the query", "text pos", "text unlabelled_dup"]]
-    with pytest.raises(ValueError, match=r"No query id of `positives` is a query of `queries`.*"
+    with pytest.raises(ValueError, match=r"`positives` name 1 queries that `queries` lacks.*"
                                          r"\['x'\] \(str\).*\['q'\] \(str\)"):
         mine_hard_negatives({"q": "the query"}, CORPUS, {"x": {"pos": 1}},
                             query_embeddings=Q_EMB, corpus_embeddings=C_EMB)
+    # One unknown query among known ones is refused too, as the evaluator refuses it:
+    # its judgements would be dropped without a word.
+    with pytest.raises(ValueError, match=r"`positives` name 1 queries that `queries` lacks.*'zz'"):
+        mine_hard_negatives({"q": "the query"}, CORPUS, {"q": {"pos": 1}, "zz": {"pos": 1}},
+                            query_embeddings=Q_EMB, corpus_embeddings=C_EMB)
+
+
+@pytest.mark.parametrize("positives, error, match", [
+    ({"q": {"pos": "1"}}, ValueError, r"int relevance grades. Received: '1' for query 'q', "
+                                      r"document 'pos'"),
+    ({"q": {"pos": None}}, ValueError, "Received: None for query 'q'"),
+    ({"q": {"pos": 1.5}}, ValueError, "Received: 1.5 for query 'q'"),
+    ({"q": ["pos"]}, TypeError, r"`positives` should map each query id to a mapping.*"
+                                r"`positives`\['q'\] of type list"),
+    ({"q": {"pos": 1}, 1: {}, "1": {}}, ValueError, "`positives` holds two ids that are equal "
+                                                    "as strings"),
+    ({"q": {"pos": 1, 7: 0, "7": 1}}, ValueError, r"`positives\['q'\]` holds two ids"),
+])
+def test_qrels_grades_and_ids_are_checked_as_the_evaluator_checks_them(positives, error, match):
+    with pytest.raises(error, match=match):
+        mine_hard_negatives({"q": "the query"}, CORPUS, positives,
+                            query_embeddings=Q_EMB, corpus_embeddings=C_EMB)
+
+
+def test_ids_equal_as_strings_are_refused_not_merged():
+    # 1 and "1" would be one document: the positive and a mined negative at once.
+    corpus = {1: "answer A", "1": "answer B", "2": "other"}
+    emb = np.stack([unit(0), unit(5), unit(90)])
+    with pytest.raises(ValueError, match=r"`corpus` holds two ids that are equal as strings "
+                                         r"\(ids are compared as strings\): 1 and '1'"):
+        mine_hard_negatives({"q": "query"}, corpus, {"q": {"1": 1}}, query_embeddings=Q_EMB,
+                            corpus_embeddings=emb, num_negatives=2)
+    with pytest.raises(ValueError, match="`queries` holds two ids"):
+        mine_hard_negatives({0: "a", "0": "b"}, corpus, {"0": {"2": 1}},
+                            query_embeddings=np.stack([unit(0), unit(1)]),
+                            corpus_embeddings=emb)
+
+
+@pytest.mark.parametrize("use_faiss", [False, True])
+@pytest.mark.parametrize("side", ["query", "corpus"])
+def test_non_finite_embeddings_are_refused_naming_the_first_bad_id(side, use_faiss):
+    if use_faiss:
+        pytest.importorskip("faiss")
+    q_emb, c_emb = Q_EMB.copy(), C_EMB.copy()
+    if side == "query":
+        q_emb[0, 1] = np.nan
+        match = r"`queries` are not finite \(NaN or inf\) for 1 of the 1 texts \(first: id 'q'\)"
+    else:
+        c_emb[4, 0] = np.inf
+        match = r"`corpus` are not finite \(NaN or inf\) for 1 of the 7 texts \(first: id 'n2'\)"
+    with pytest.raises(ValueError, match=match):
+        mine_hard_negatives({"q": "the query"}, CORPUS, {"q": {"pos": 1}}, query_embeddings=q_emb,
+                            corpus_embeddings=c_emb, num_negatives=3, use_faiss=use_faiss)

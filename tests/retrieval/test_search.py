@@ -104,6 +104,33 @@ def test_peak_memory_is_bounded_by_chunks():
     assert peak < full_matrix_bytes / 8
 
 
+def test_memory_bound_holds_when_later_chunks_beat_the_running_top_k():
+    # Scores rise along the corpus, so most of every later chunk beats the running
+    # k-th best: the merge must fall back to the partition before listing them all.
+    rng = np.random.default_rng(0)
+    q = np.abs(rng.normal(size=(256, 8))).astype(np.float32)
+    rising = np.linspace(-1, 1, 4 * 4096, dtype=np.float32)[:, None] * np.ones((1, 8), np.float32)
+    c = rising + 0.01 * rng.normal(size=rising.shape).astype(np.float32)
+    tracemalloc.start()
+    _, indices = top_k(q, c, k=10, chunk_size=4096, query_chunk_size=256)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    documented = 256 * 4096 * 13 + 4096 * 8 * 4  # the docstring's bound plus one chunk
+    assert peak < 1.05 * documented, (peak, documented)
+    np.testing.assert_array_equal(indices, brute_force(q, c, 10)[1])
+
+
+def test_faiss_refuses_nan_rather_than_returning_minus_one_and_takes_an_empty_corpus():
+    pytest.importorskip("faiss")
+    corpus = np.array([[1.0, 0.0], [0.9, 0.1], [np.nan, 0.0], [0.0, 1.0]], np.float32)
+    with pytest.raises(ValueError, match=r"faiss found fewer than k=4 corpus rows for 1 "
+                                         r"queries \(first: query row 0\)"):
+        top_k(np.array([[1.0, 0.0]]), corpus, 4, use_faiss=True)
+    for use_faiss in (False, True):
+        scores, indices = top_k(np.ones((1, 2)), np.zeros((0, 2)), 5, use_faiss=use_faiss)
+        assert scores.shape == indices.shape == (1, 0)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_corpus_is_normalised_chunk_by_chunk_not_copied_whole(dtype):
     rng = np.random.default_rng(0)
