@@ -28,7 +28,7 @@ def _check_stage_epochs(ctx, param, value):
     if value is None:
         return None
     words = [word.strip() for word in str(value).split(",")]
-    if not all(word.isdigit() and int(word) > 0 for word in words):
+    if not all(word.isascii() and word.isdigit() and int(word) > 0 for word in words):
         raise click.BadParameter(
             f"{value!r} should be positive integers separated by commas, one per stage, "
             "e.g. 1,4"

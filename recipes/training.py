@@ -455,6 +455,17 @@ def train_encoder(config, directory, env, backup_dir):
         return _train_encoder(config, directory, env, backup_dir)
 
 
+def check_full_batches(train, batch_size, devices):
+    """Raises a `CliError` if several devices, which drop the last partial batch,
+    would be left no batch of `train` at all."""
+    if devices > 1 and len(train) < batch_size:
+        raise CliError(
+            f"--batch-size {batch_size} is more than the {len(train)} training rows of "
+            f"{train.source}: with --devices {devices} every batch is full (the last partial "
+            "one is dropped), so none would be left; lower --batch-size"
+        )
+
+
 def _train_encoder(config, directory, env, backup_dir):
     train, train_format, dev, test = read_datasets(config)
     train_retrieval, dev_retrieval = read_retrieval_splits(config, env)
@@ -467,6 +478,8 @@ def _train_encoder(config, directory, env, backup_dir):
                                        train_retrieval)
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
                                                 config["backbone"])
+        devices = config.get("devices", 1)
+        check_full_batches(train, config["batch_size"], devices)
         if multi_dataset.is_multi(config):
             setup = multi_dataset.build_setup(config, encoder, train, matryoshka_dims)
         else:
@@ -483,7 +496,7 @@ def _train_encoder(config, directory, env, backup_dir):
                 packing=config["packing"],
                 data_format=train_format,
                 matryoshka_dims=matryoshka_dims,
-                devices=config.get("devices", 1),
+                devices=devices,
                 mini_batch_size=config.get("mini_batch_size"),
                 queue_size=config.get("queue_size"),
                 momentum=config.get("momentum"),
@@ -552,9 +565,12 @@ def _train_encoder(config, directory, env, backup_dir):
         env.note(f"training {len(setup.tasks)} datasets ({config['sampling']}): "
                  f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}")
     else:
+        dropped = len(setup.dataset) % config["batch_size"] if devices > 1 else 0
         env.note(
             f"training {config['loss']} on {len(setup.dataset)} rows ({train.source}): "
             f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
+            + (f" ({dropped} rows left out of each epoch's batches: with --devices {devices} "
+               "every batch is full)" if dropped else "")
         )
     start = time.time()
     with warnings.catch_warnings(), to_stderr():

@@ -153,7 +153,8 @@ def audit_saved_model(export_dir):
                         for p in glob.glob(os.path.join(glob.escape(export_dir), pattern,
                                                         "saved_model.pb"))),
                        key=lambda d: (os.path.dirname(d), int(os.path.basename(d))
-                                      if os.path.basename(d).isdigit() else -1))
+                                      if os.path.basename(d).isascii()
+                                      and os.path.basename(d).isdigit() else -1))
         hint = (f"pass a version directory such as {found[-1]}" if found else
                 "pass the version directory that `keras-cosent export` wrote (BASE_DIR/1)")
         raise FileNotFoundError(f"No saved_model.pb in {export_dir}; {hint}.")

@@ -76,7 +76,7 @@ def _check_matryoshka_dims(ctx, param, value):
     dims = []
     for word in value.split(","):
         word = word.strip()
-        if not word.isdigit() or int(word) <= 0:
+        if not (word.isascii() and word.isdigit()) or int(word) <= 0:
             raise click.BadParameter(
                 f"{word!r} in {value!r} is not a positive integer; expected sizes separated "
                 "by commas, e.g. 384,256,128,64"
@@ -351,6 +351,12 @@ def train(ctx, env, **options):
     # Repeatable --train/--format/--loss: one value as before, or a list per --train.
     resolve_per_train_options(ctx, options, resume=resume)
     check_combinations(ctx, options)
+    if (options.get("staged") and options.get("stage_epochs")
+            and ctx.get_parameter_source("epochs") == click.core.ParameterSource.COMMANDLINE):
+        # The default value typed (as the stored replay command spells it) passes the
+        # check above; it is still not read, which a typed --epochs 4 would not expect.
+        env.note(f"--epochs {options['epochs']} is not read by a --staged run: its stages "
+                 f"train {options['stage_epochs']} epochs (--stage-epochs)")
     if resume and (options.get("devices") or 1) > 1 and env.backend == "torch":
         # Ranks above 0 train in a scratch folder: they would start from epoch 0
         # beside a rank 0 restored to its backup, pairing different steps.

@@ -90,6 +90,9 @@ def test_a_single_train_keeps_its_old_configuration(trained_run):
     (["--format", "pair-tsv", "--format", "nli-jsonl", "--format", "tsv"], ["--format"]),
     (["--stage-epochs", "1,2"], ["--stage-epochs", "--staged runs only"]),
     (["--staged", "--stage-epochs", "1"], ["--stage-epochs", "gives 1 stage(s) for 2"]),
+    # "²".isdigit() is True but int() refuses it: a usage error, not a traceback.
+    (["--staged", "--stage-epochs", "1,\u00b2"], ["--stage-epochs", "'1,²' should be positive "
+                                                                 "integers"]),
     (["--staged", "--sampling", "round-robin"], ["--sampling"]),
     # Recorded and ignored before: the stages trained --stage-epochs' counts.
     (["--staged", "--stage-epochs", "1,2", "--epochs", "3"],
@@ -157,8 +160,12 @@ def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_f
     result = cli("train", "--recipe", "nli-infonce-then-sts-cosent", "--backbone",
                  tiny_checkpoint, "--train", nli, "--train", sts, "--dev", small_dev,
                  "--stage-epochs", "1,2", "--batch-size", 4, "--max-length", 16,
-                 "--output", output)
+                 "--epochs", 4, "--output", output)
     assert result.exit_code == 0, result.output
+    # The default --epochs typed (as a replay command spells it) passes, but is not
+    # read: the stages train 1 and 2 epochs below, and the run says so.
+    assert ("--epochs 4 is not read by a --staged run: its stages train 1,2 epochs "
+            "(--stage-epochs)") in result.stderr
     with open(output / "metrics.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert [(r["epoch"], r["stage"], r["stage_loss"]) for r in rows] == [
@@ -220,6 +227,7 @@ def test_staged_run_trains_under_the_named_policy_and_saves_in_float32(
                  "--stage-epochs", "1,1", "--batch-size", 4, "--max-length", 16,
                  "--mixed-precision", "mixed_bfloat16", "--output", output)
     assert result.exit_code == 0, result.output
+    assert "is not read by a --staged run" not in result.stderr  # --epochs not typed
     # Both stages build under bfloat16 (not float16, which does not train on CPU XLA).
     assert policies == ["mixed_bfloat16", "mixed_bfloat16"]
     assert keras.mixed_precision.global_policy().name == "float32"

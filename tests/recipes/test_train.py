@@ -479,6 +479,23 @@ def test_batch_size_that_does_not_split_over_the_devices_is_a_one_line_error(
     assert sorted(p.name for p in tmp_path.iterdir()) == [small_train.name]
 
 
+def test_a_batch_beyond_the_rows_on_several_devices_is_a_cli_error(small_train):
+    # Several devices drop the last partial batch: the builder's ValueError (every
+    # row dropped) reached the user as a traceback. One device trains on them.
+    from keras_cosent.data import read_dataset
+    from recipes.errors import CliError
+    from recipes.training import check_full_batches
+
+    train = read_dataset(small_train, "pair-tsv")
+    rows = len(train)
+    check_full_batches(train, rows + 8, devices=1)
+    check_full_batches(train, rows, devices=2)
+    with pytest.raises(CliError, match=rf"--batch-size {rows + 8} is more than the {rows} "
+                                       rf"training rows of .*{small_train.name}: with --devices "
+                                       r"2 every batch is full"):
+        check_full_batches(train, rows + 8, devices=2)
+
+
 @pytest.mark.skipif(keras.backend.backend() != "torch",
                     reason="JAX and TensorFlow run several devices in one process, which resumes")
 def test_resume_of_a_torchrun_run_is_refused(cli, small_train, tmp_path):

@@ -218,6 +218,7 @@ def test_matryoshka_dims_are_trained_recorded_and_replayed(cli, tiny_checkpoint,
     ("32,8", ["--matryoshka-dims 32,8", "32 is larger than the embedding dimension 16"]),
     ("8,0", ["--matryoshka-dims", "'0' in '8,0' is not a positive integer"]),
     ("8,x", ["--matryoshka-dims", "'x' in '8,x'"]),
+    ("8,\u00b2", ["--matryoshka-dims", "'²' in '8,²'"]),  # isdigit(), yet no int
     ("8,4,8", ["--matryoshka-dims", "repeats 8"]),
 ])
 def test_bad_matryoshka_dims_are_one_line_errors(cli, tiny_checkpoint, small_train, tmp_path,
