@@ -118,6 +118,8 @@ class RunDirectory:
                 pass
             if self.overwrite or (stored is None and not resume):
                 shutil.rmtree(path)
+                # The discarded run's staging folder too, which its kill left behind.
+                self._remove_stale_staging()
             elif stored is None:
                 raise CliError(
                     f"--resume: {path} holds no readable {CONFIG_FILE}; pass --overwrite "

@@ -40,6 +40,10 @@ import numpy as np
 from keras_cosent.utils.arguments import check_bool
 
 SEED_STATES = "seed_states-{epoch}.npz"
+# The epoch a weights file of the backup was saved for, an attribute of the file:
+# weights and metadata are two renames, and a kill between them pairs this epoch's
+# weights with the previous epoch's metadata.
+WEIGHTS_EPOCH = "keras_cosent_epoch"
 TORCH_GENERATOR = "torch_generator"
 TORCH_CUDA_GENERATORS = "torch_cuda_generators"
 
@@ -91,6 +95,20 @@ def _signals_deferred():
             handler(signum, None)  # the run's own: Ctrl-C's raises KeyboardInterrupt
         elif handler == signal.SIG_DFL:
             os.kill(os.getpid(), signum)  # its default action, now that it is back
+
+
+def _weights_epoch(path):
+    """The epoch stamped on a backup's weights file, or None (an older backup)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        epoch = f.attrs.get(WEIGHTS_EPOCH)
+    return None if epoch is None else int(epoch)
+
+
+def _metadata_epoch(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["epoch"]
 
 
 def _write_replacing(path, write):
@@ -210,6 +228,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
             # whole), which holds no finished epoch.
             self._discard_cut_short_backup()
             return
+        self._roll_back_torn_save()
         try:
             super().on_train_begin(logs)
         except (OSError, ValueError):
@@ -231,6 +250,36 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         # metadata); a `fit` started at `initial_epoch > 0` restores none.
         self._restored = os.path.exists(self._training_metadata_path)
 
+    def _roll_back_torn_save(self):
+        """Puts the previous epoch's weights back where a kill between the two renames
+        of a save left this epoch's weights beside the previous epoch's metadata:
+        resumed as they are, the epoch would be trained twice."""
+        if not (os.path.exists(self._weights_path)
+                and os.path.exists(self._training_metadata_path)):
+            return
+        try:
+            weights_epoch = _weights_epoch(self._weights_path)
+            metadata_epoch = _metadata_epoch(self._training_metadata_path)
+        except (OSError, ValueError, KeyError):
+            return  # a file cut short: on_train_begin's fallback handles it
+        if weights_epoch is None or weights_epoch == metadata_epoch:
+            return
+        if (not os.path.exists(self._prev_weights_path)
+                or _weights_epoch(self._prev_weights_path) != metadata_epoch):
+            raise ValueError(
+                f"The backup in {self.backup_dir} holds the weights of epoch {weights_epoch} "
+                f"and the metadata of epoch {metadata_epoch}, and no copy of epoch "
+                f"{metadata_epoch}'s weights to go with it; it cannot be resumed"
+            )
+        _write_replacing(self._weights_path,
+                         lambda tmp: shutil.copyfile(self._prev_weights_path, tmp))
+        warnings.warn(
+            f"The backup in {self.backup_dir} was cut short between the weights and the "
+            f"metadata of epoch {weights_epoch} (the run was killed while saving it); "
+            f"training resumes after epoch {metadata_epoch}, from that epoch's weights",
+            stacklevel=3,
+        )
+
     def _discard_cut_short_backup(self):
         os.remove(self._weights_path)
         warnings.warn(
@@ -249,8 +298,14 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
                                 self._prev_training_metadata_path)):
             if self.double_checkpoint and os.path.exists(path):
                 _write_replacing(previous, lambda tmp, path=path: shutil.copyfile(path, tmp))
-        _write_replacing(self._weights_path,
-                         lambda tmp: self.model.save_weights(tmp, overwrite=True))
+        def write_weights(tmp):
+            import h5py
+
+            self.model.save_weights(tmp, overwrite=True)
+            with h5py.File(tmp, "a") as f:
+                f.attrs[WEIGHTS_EPOCH] = self._current_epoch
+
+        _write_replacing(self._weights_path, write_weights)
 
         def write_metadata(tmp):
             with open(tmp, "w", encoding="utf-8") as f:

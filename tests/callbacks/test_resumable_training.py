@@ -190,6 +190,47 @@ def test_weights_cut_short_that_still_open_fall_back_to_the_previous_epoch(tmp_p
         np.testing.assert_array_equal(got, want)
 
 
+def test_a_kill_between_the_weights_and_the_metadata_resumes_from_the_epoch_before(
+        tmp_path, monkeypatch):
+    # The weights and the metadata are two renames: killed between them, the backup
+    # paired epoch 3's weights with epoch 2's metadata, and the resumed run trained
+    # epoch 3 a second time on top of them.
+    from keras_cosent.callbacks import resumable_training
+
+    class Killed(Exception):
+        pass
+
+    setup, initial = _setup()
+    saved = _backed_up(setup, tmp_path, 2)
+    write = resumable_training._write_replacing
+
+    def killed_after_the_weights(path, writer):
+        write(path, writer)
+        if path.endswith("latest.weights.h5"):
+            raise Killed
+
+    monkeypatch.setattr(resumable_training, "_write_replacing", killed_after_the_weights)
+    callback = ResumableTraining(tmp_path, setup.batches)
+    callback.set_model(setup.model)
+    for variable in setup.model.trainable_variables[:1]:
+        variable.assign(variable + 1.0)
+    with pytest.raises(Killed):
+        callback.on_epoch_end(2)
+    monkeypatch.setattr(resumable_training, "_write_replacing", write)
+    assert json.loads((tmp_path / "training_metadata.json").read_text())["epoch"] == 2
+
+    resumed, _ = _setup(initial)
+    callback = ResumableTraining(tmp_path, resumed.batches)
+    callback.set_model(resumed.model)
+    with pytest.warns(UserWarning, match="cut short between the weights and the metadata of "
+                                         "epoch 3.*resumes after epoch 2"):
+        callback.on_train_begin()
+    assert resumed.model._initial_epoch == 2
+    for got, want in zip(_weights(resumed.model), saved[1]):
+        np.testing.assert_array_equal(got, want)
+    callback.on_epoch_begin(2)  # the seed states of the epoch trained again are there
+
+
 def test_ctrl_c_while_backing_up_takes_effect_once_the_backup_is_whole(tmp_path, monkeypatch):
     import os
     import signal

@@ -94,3 +94,19 @@ def test_an_interrupted_staged_run_is_not_offered_resume(tmp_path):
     assert "--resume" not in str(info.value)
     path, resumed = RunDirectory(tmp_path / "run", overwrite=True).backup(staged)
     assert not resumed and path.is_dir()
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_a_killed_runs_staging_folder_goes_with_its_discarded_backup(tmp_path, overwrite):
+    # A killed run leaves its backup and its staging folder; --resume removed the
+    # staging folder, --overwrite (or a backup without a readable config, started
+    # again) kept it for good.
+    RunDirectory(tmp_path / "run").backup(CONFIG)
+    stale = tmp_path / ".run.partial-x1y2"
+    stale.mkdir()
+    (stale / "encoder.keras").write_text("half")
+    if not overwrite:
+        (tmp_path / ".run.resume" / CONFIG_FILE).unlink()
+    path, resumed = RunDirectory(tmp_path / "run", overwrite=overwrite).backup(CONFIG)
+    assert not resumed
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.resume"]
