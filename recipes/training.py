@@ -254,11 +254,16 @@ def _fewer_negatives(count):
     return "no negative" if count == 1 else f"fewer than {count} negatives"
 
 
+def _or_minus_infinity(value):
+    return -math.inf if value is None else value
+
+
 def best_so_far(epoch_log, metric):
     """The best `metric` of the epochs logged before an interruption (None: none yet)."""
     if not epoch_log.is_file():
         return None
-    values = [v for v in reporting.read_epoch_log(epoch_log).get(metric, []) if v is not None]
+    values = [v for v in reporting.read_epoch_log(epoch_log).get(metric, [])
+              if v is not None and math.isfinite(v)]
     return max(values) if values else None
 
 
@@ -533,7 +538,10 @@ def _train_encoder(config, directory, env, backup_dir):
         callbacks.append(keras.callbacks.ModelCheckpoint(
             str(backup_dir / BEST_WEIGHTS), monitor=keep_best, mode="max",
             save_best_only=True, save_weights_only=True,
-            initial_value_threshold=best_so_far(backup_dir / EPOCH_LOG, keep_best),
+            # -inf, not Keras' None, before any epoch: None saves the first epoch
+            # whatever it scored, and after a NaN nothing compares higher.
+            initial_value_threshold=_or_minus_infinity(best_so_far(backup_dir / EPOCH_LOG,
+                                                                   keep_best)),
         ))
     if config.get("collapse_guard"):
         # After the evaluators, so that they score the trained weights, not the
@@ -592,12 +600,18 @@ def _train_encoder(config, directory, env, backup_dir):
     kept_epoch = None
     if keep_best is not None:
         values = history[keep_best]
-        # The first epoch with the highest value: the checkpoint saves on a strict rise.
-        kept_epoch = 1 + max(range(len(values)), key=lambda i: (values[i], -i))
-        model.load_weights(backup_dir / BEST_WEIGHTS)
-        shown = values[kept_epoch - 1] * (100.0 if keep_best.endswith(percent) else 1.0)
-        env.note(f"kept epoch {kept_epoch} of {len(values)}, the best by {keep_best} "
-                 f"({shown:.4f}, as in metrics.csv)")
+        scored = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+        if scored:
+            # The first epoch with the highest value: the checkpoint saves on a strict
+            # rise, and never on NaN (a diverged encoder's score).
+            kept_epoch = 1 + max(scored, key=lambda i: (values[i], -i))
+            model.load_weights(backup_dir / BEST_WEIGHTS)
+            shown = values[kept_epoch - 1] * (100.0 if keep_best.endswith(percent) else 1.0)
+            env.note(f"kept epoch {kept_epoch} of {len(values)}, the best by {keep_best} "
+                     f"({shown:.4f}, as in metrics.csv)")
+        else:
+            env.note(f"--keep-best {keep_best}: no epoch scored a finite value; the last "
+                     "epoch's weights are kept")
 
     check_finite_embeddings(encoder, [task.dataset for task in setup.tasks]
                             if hasattr(setup, "tasks") else [setup.dataset])

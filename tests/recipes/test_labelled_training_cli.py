@@ -141,3 +141,33 @@ def test_evaluation_columns(given, expected):
     from recipes.training import evaluation_columns
 
     assert evaluation_columns(given) == expected
+
+
+def test_keep_best_passes_over_an_epoch_that_scored_nan(cli, tiny_checkpoint, small_train,
+                                                        small_dev, tmp_path, monkeypatch):
+    # A diverged encoder's dev score is NaN. Keras' checkpoint saved the first epoch
+    # whatever it scored, and nothing rises above a NaN: epoch 1 was kept for good.
+    from keras_cosent.callbacks import SpearmanEvaluator
+
+    on_epoch_end = SpearmanEvaluator.on_epoch_end
+
+    def nan_in_the_first_epoch(self, epoch, logs=None):
+        on_epoch_end(self, epoch, logs)
+        if epoch == 0:
+            logs["dev_spearman"] = float("nan")
+
+    monkeypatch.setattr(SpearmanEvaluator, "on_epoch_end", nan_in_the_first_epoch)
+    output = tmp_path / "run"
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--dev", small_dev, "--keep-best", "dev_spearman", "--epochs", 3,
+                 "--batch-size", 8, "--max-length", 16, "--lr", 1e-3, "--output", output)
+    assert result.exit_code == 0, result.output
+    with open(output / "metrics.csv", newline="", encoding="utf-8") as f:
+        logged = [float(row["dev_spearman"]) for row in csv.DictReader(f)]
+    assert np.isnan(logged[0]) and np.isfinite(logged[1:]).all()
+    results = json.loads((output / "results.json").read_text())
+    best = 2 + int(np.argmax(logged[1:]))
+    assert results["kept_epoch"]["epoch"] == best
+    assert results["kept_epoch"]["value"] == pytest.approx(logged[best - 1])
+    # The weights kept are that epoch's: the final dev score is its score.
+    assert results["dev"]["spearman"] == pytest.approx(logged[best - 1], abs=1e-3)
