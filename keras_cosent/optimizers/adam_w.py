@@ -26,6 +26,27 @@ def _dense(gradient):
     return gradient
 
 
+def check_name_patterns(name, patterns):
+    """`patterns` as a list of regular expressions (str), or raises naming `name`.
+
+    One string would be taken letter by letter ("bias" as "b", "i", "a", "s"),
+    which excludes every variable whose name holds one of them.
+    """
+    if isinstance(patterns, (str, bytes)) or not hasattr(patterns, "__iter__"):
+        raise ValueError(
+            f"`{name}` should be a list of regular expressions (e.g. [\"bias\"]), not one "
+            f"{type(patterns).__name__}. Received: `{name}`={patterns!r}"
+        )
+    patterns = list(patterns)
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            raise ValueError(
+                f"`{name}` should hold regular expressions (str). Received: {pattern!r} "
+                f"in `{name}`={patterns!r}"
+            )
+    return patterns
+
+
 @keras_cosent_export
 class AdamW(keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` with the update rule of `torch.optim.AdamW`.
@@ -101,9 +122,12 @@ class AdamW(keras.optimizers.AdamW):
             self.learning_rate_multiplier = multiplier
         self._weight_decay_exclusions = ()
         if weight_decay_exclusions:
-            self.exclude_from_weight_decay(var_names=list(weight_decay_exclusions))
+            self.exclude_from_weight_decay(
+                var_names=check_name_patterns("weight_decay_exclusions", weight_decay_exclusions))
 
     def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        if var_names is not None:
+            var_names = check_name_patterns("var_names", var_names)
         super().exclude_from_weight_decay(var_list=var_list, var_names=var_names)
         # Names are saved with the config; variables (`var_list`) cannot be.
         self._weight_decay_exclusions = tuple(var_names or ())

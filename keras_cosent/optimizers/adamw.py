@@ -3,6 +3,7 @@
 import keras
 
 from keras_cosent.optimizers.adam_w import AdamW
+from keras_cosent.optimizers.adam_w import check_name_patterns
 from keras_cosent.optimizers.torch_fused_adamw import TorchFusedAdamW
 from keras_cosent.utils.arguments import check_non_negative_float
 from keras_cosent.utils.arguments import check_positive_float
@@ -41,6 +42,9 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
     if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         check_positive_float("learning_rate", learning_rate)
     check_non_negative_float("weight_decay", weight_decay)
+    if exclude_from_weight_decay is not None:
+        exclude_from_weight_decay = check_name_patterns("exclude_from_weight_decay",
+                                                        exclude_from_weight_decay)
     cls = TorchFusedAdamW if keras.backend.backend() == "torch" else AdamW
     return cls(learning_rate=learning_rate, weight_decay=weight_decay, epsilon=epsilon,
                weight_decay_exclusions=exclude_from_weight_decay)

@@ -374,6 +374,27 @@ def test_adamw_picks_the_backend_implementation_and_excludes_by_name():
     assert optimizer._use_weight_decay(kernel)
 
 
+@pytest.mark.parametrize("make, argument", [
+    (lambda value: adamw(2e-5, exclude_from_weight_decay=value), "exclude_from_weight_decay"),
+    (lambda value: AdamW(2e-5, weight_decay_exclusions=value), "weight_decay_exclusions"),
+    (lambda value: AdamW(2e-5).exclude_from_weight_decay(var_names=value), "var_names"),
+])
+def test_one_string_of_exclusions_is_refused_not_read_letter_by_letter(make, argument):
+    # "bias" was taken as "b", "i", "a", "s": embeddings and gamma were spared decay too.
+    with pytest.raises(ValueError, match=rf"`{argument}` should be a list of regular expressions "
+                                         rf"\(e.g. \[\"bias\"\]\), not one str. Received: "
+                                         rf"`{argument}`='bias'"):
+        make("bias")
+    with pytest.raises(ValueError, match=rf"`{argument}` should hold regular expressions \(str\). "
+                                         r"Received: 3"):
+        make(["bias", 3])
+    optimizer = adamw(2e-5, exclude_from_weight_decay=("bias",))  # any sequence of str
+    embeddings = keras.Variable(np.zeros(2, "float32"), name="embeddings")
+    bias = keras.Variable(np.zeros(2, "float32"), name="bias")
+    optimizer.build([embeddings, bias])
+    assert optimizer._use_weight_decay(embeddings) and not optimizer._use_weight_decay(bias)
+
+
 @pytest.mark.parametrize("module", ["adam_w", "adamw", "torch_fused_adamw", "warmup_linear_decay"])
 def test_docstring_examples_run(module):
     module = importlib.import_module(f"keras_cosent.optimizers.{module}")
