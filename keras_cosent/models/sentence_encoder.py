@@ -30,8 +30,26 @@ from keras_cosent.models import sentence_preprocessing
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.sentence_preprocessor import SentencePreprocessor
 from keras_cosent.models.xla import resolve_jit_compile
+from keras_cosent.utils.arguments import check_bool
 from keras_cosent.utils.truncation import check_truncate_dim
 from keras_cosent.utils.truncation import truncate_embeddings
+
+
+def _check_backbone(backbone):
+    """Raises unless `backbone` is a functional model with named inputs (a keras-hub
+    backbone): a name or a path given here would fail deep inside Keras."""
+    try:
+        inputs = backbone.input if isinstance(backbone, keras.Model) else None
+    except (AttributeError, ValueError):  # a subclassed model has no `input`
+        inputs = None
+    if not isinstance(inputs, dict):
+        hint = (" To load a checkpoint by name or path, call "
+                "`SentenceEncoder.from_checkpoint(...)`." if isinstance(backbone, str) else "")
+        raise TypeError(
+            "`backbone` should be a keras-hub backbone (a functional keras.Model with "
+            "`token_ids` and `padding_mask` inputs), e.g. keras_hub.models.BertBackbone."
+            f"{hint} Received: `backbone` of type {type(backbone).__name__}"
+        )
 
 
 @keras_cosent_export
@@ -103,10 +121,12 @@ class SentenceEncoder(keras.Model):
         exact_gelu=False,
         **kwargs,
     ):
-        if pooling not in POOLING_LAYERS:
+        _check_backbone(backbone)
+        if not isinstance(pooling, str) or pooling not in POOLING_LAYERS:
             raise ValueError(
                 f"Unknown `pooling`={pooling!r}. Expected one of {sorted(POOLING_LAYERS)}."
             )
+        exact_gelu = check_bool("exact_gelu", exact_gelu)
         max_length = sentence_preprocessing.check_max_length(max_length, backbone)
         _check_vocabulary_fits(tokenizer, backbone)
         if exact_gelu:

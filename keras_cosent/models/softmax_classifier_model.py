@@ -7,6 +7,7 @@ from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.layers.softmax_classifier_head import SoftmaxClassifierHead
 from keras_cosent.models import compile_config
 from keras_cosent.models.xla import resolve_jit_compile
+from keras_cosent.utils.arguments import is_int
 
 
 @keras_cosent_export
@@ -55,6 +56,11 @@ class SoftmaxClassifierModel(keras.Model):
                 "`siamese` should be a keras_cosent.models.SiameseEncoder: wrap the sentence "
                 "encoder, `SoftmaxClassifierModel(SiameseEncoder(encoder), num_labels)`. "
                 f"Received: `siamese` of type {type(siamese).__name__}"
+            )
+        if not is_int(num_labels) or num_labels < 2:
+            # Checked before int(): 2.7 became 2, "three" gave int()'s own message.
+            raise ValueError(
+                f"`num_labels` should be an int >= 2. Received: `num_labels`={num_labels!r}"
             )
         super().__init__(**kwargs)
         self.siamese = siamese

@@ -266,6 +266,28 @@ def test_bad_arguments(tiny_encoder, kwargs, match):
         SentenceEncoder(tiny_encoder.backbone, tiny_encoder.tokenizer, **kwargs)
 
 
+@pytest.mark.parametrize("backbone, shown", [
+    ("bert_tiny_en_uncased", r"SentenceEncoder.from_checkpoint.*of type str"),
+    (None, "of type NoneType"),
+    (keras.layers.Dense(3), "of type Dense"),
+])
+def test_a_backbone_that_is_not_one_is_refused_by_name(tiny_encoder, backbone, shown):
+    # A preset name gave compat's "install another keras version" error; a plain
+    # layer an AttributeError from inside the backend.
+    with pytest.raises(TypeError, match=r"`backbone` should be a keras-hub backbone .*"
+                                        + shown):
+        SentenceEncoder(backbone, tiny_encoder.tokenizer, max_length=16)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"exact_gelu": "no"}, r"`exact_gelu` should be a bool"),  # was truthy: GELU switched
+    ({"pooling": ["mean"]}, r"Unknown `pooling`=\['mean'\]"),  # was "unhashable type"
+])
+def test_option_values_of_the_wrong_type_are_named(tiny_encoder, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SentenceEncoder(tiny_encoder.backbone, tiny_encoder.tokenizer, max_length=16, **kwargs)
+
+
 def test_a_tokenizer_larger_than_the_backbone_vocabulary_is_refused(tiny_encoder):
     import keras_hub
 

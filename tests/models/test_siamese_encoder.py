@@ -1,5 +1,6 @@
 """SiameseEncoder: column folding against per-column encoder calls, saving, a fit step."""
 
+import re
 import warnings
 
 import keras
@@ -158,6 +159,17 @@ def test_a_wrapper_given_the_wrong_object_says_so_at_construction(make, message)
     # callable) or with an AttributeError.
     with pytest.raises(TypeError, match=message):
         make(make_tiny_encoder())
+
+
+@pytest.mark.parametrize("num_labels", [2.7, "three", True, 1, np.float32(3.0)])
+def test_softmax_classifier_model_refuses_a_num_labels_that_is_not_an_int(num_labels):
+    # int() made 2.7 two classes, and "three" or True gave messages that did not show
+    # the value passed.
+    siamese = keras_cosent.models.SiameseEncoder(make_tiny_encoder())
+    with pytest.raises(ValueError, match=r"`num_labels` should be an int >= 2. Received: "
+                                         rf"`num_labels`={re.escape(repr(num_labels))}$"):
+        keras_cosent.models.SoftmaxClassifierModel(siamese, num_labels=num_labels)
+    assert keras_cosent.models.SoftmaxClassifierModel(siamese, np.int64(3)).num_labels == 3
 
 
 def test_embeddings_are_float32_whatever_a_custom_encoder_returns():
