@@ -110,7 +110,8 @@ class HFBertTokenizer(keras_hub.models.BertTokenizer):
         strip_accents: bool, or None (the default) to strip accents exactly
             when lowercasing, as Hugging Face does.
         **kwargs: other `keras_hub.models.BertTokenizer` arguments
-            (`split_on_cjk`, ...). Leave `sequence_length` unset for a
+            (`split_on_cjk`, ...; `special_tokens_in_strings` only without
+            `lowercase`, which would split the special tokens). Leave `sequence_length` unset for a
             `SentenceEncoder`: its preprocessor truncates and pads itself.
 
     Example:
@@ -125,6 +126,15 @@ class HFBertTokenizer(keras_hub.models.BertTokenizer):
     """
 
     def __init__(self, vocabulary=None, lowercase=False, strip_accents=None, **kwargs):
+        if lowercase and kwargs.get("special_tokens_in_strings"):
+            # This class lowercases before keras-hub sees the text, so "[MASK]" would
+            # reach keras-hub's case-sensitive special-token match as "[mask]", split.
+            raise ValueError(
+                "`special_tokens_in_strings=True` is not supported with `lowercase=True`: "
+                "the text is lowercased before keras-hub looks for special tokens, so "
+                "they would be split like any text. Received: `lowercase`=True, "
+                "`special_tokens_in_strings`=True"
+            )
         if strip_accents is None:
             strip_accents = bool(lowercase)
         super().__init__(

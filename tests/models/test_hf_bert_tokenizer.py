@@ -153,6 +153,22 @@ def test_strip_accents_follows_lowercase_by_default(minilm_path):
     assert kept.strip_accents is False
 
 
+def test_special_tokens_in_strings_is_refused_where_lowercasing_would_split_them():
+    # The text is lowercased before keras-hub's case-sensitive special-token match:
+    # "[MASK] a" gave [, mask, ], a where keras-hub alone and Hugging Face keep [MASK].
+    import keras_hub
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "[", "]", "mask"]
+    with pytest.raises(ValueError, match=r"`special_tokens_in_strings=True` is not supported "
+                                         r"with `lowercase=True`"):
+        HFBertTokenizer(vocabulary=vocab, lowercase=True, special_tokens_in_strings=True)
+    # Without lowercasing nothing touches the special tokens: kept whole, as keras-hub does.
+    cased = HFBertTokenizer(vocabulary=vocab, special_tokens_in_strings=True)
+    reference = keras_hub.models.BertTokenizer(vocabulary=vocab, special_tokens_in_strings=True)
+    assert [int(i) for i in cased(["[MASK] a"])[0]] == [4, 5]
+    assert [int(i) for i in reference(["[MASK] a"])[0]] == [4, 5]
+
+
 def test_docstring_example():
     result = doctest.testmod(hf_bert_tokenizer, verbose=False)
     assert result.attempted > 0 and result.failed == 0
