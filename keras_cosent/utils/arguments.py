@@ -66,6 +66,7 @@ def check_seed(name, value):
 
 # The largest finite float32: labels and float arguments end up in float32.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 
 def check_positive_float(name, value):
@@ -74,25 +75,36 @@ def check_positive_float(name, value):
     Every such argument (a scale, a temperature, a learning rate) ends up in a
     float32 computation, where a value above float32's maximum is inf.
     """
-    if not is_number(value) or not math.isfinite(value) or value <= 0:
+    if not is_number(value) or not _finite(value) or value <= 0:
         raise ValueError(
             f"`{name}` should be a positive float. Received: `{name}`={value!r}"
         )
-    if value > FLOAT32_MAX:
+    if not FLOAT32_TINY <= value <= FLOAT32_MAX:
+        # Above the maximum it is inf in float32; below the smallest normal float32 it
+        # is 0 or subnormal, and a temperature that small divides into inf or NaN.
         raise ValueError(
-            f"`{name}` should be a positive float at most float32's maximum "
-            f"{FLOAT32_MAX:.4g} (it is computed in float32). Received: `{name}`={value!r}"
+            f"`{name}` should be a positive float from float32's smallest normal value "
+            f"{FLOAT32_TINY:.4g} to its maximum {FLOAT32_MAX:.4g} (it is computed in "
+            f"float32). Received: `{name}`={value!r}"
         )
     return float(value)
 
 
 def check_finite_float(name, value):
     """Returns `value` as a float, or raises if it is not a finite number."""
-    if not is_number(value) or not math.isfinite(value):
+    if not is_number(value) or not _finite(value):
         raise ValueError(
             f"`{name}` should be a finite float. Received: `{name}`={value!r}"
         )
     return float(value)
+
+
+def _finite(value):
+    """math.isfinite, False for an int too large for a float (not an OverflowError)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def check_non_negative_float(name, value):

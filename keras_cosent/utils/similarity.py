@@ -110,7 +110,8 @@ def similarity_matrix(a, b):
         b: `(m, dim)` tensor.
 
     Returns:
-        `(n, m)` tensor of the dot products of each row of `a` with each row of `b`.
+        `(n, m)` tensor of the dot products of each row of `a` with each row of `b`,
+        float32 for float16 or bfloat16 inputs (float64 stays float64).
 
     Example:
 
@@ -130,6 +131,12 @@ def similarity_matrix(a, b):
             "`a` and `b` should be (n, dim) and (m, dim) with the same dim. Received shapes "
             f"{tuple(a.shape)} and {tuple(b.shape)}."
         )
+    # Half-precision inputs (a mixed policy's embeddings) are multiplied in float32:
+    # in their own dtype the products lose digits, and rows of norm above ~256 are inf.
+    if keras.backend.standardize_dtype(a.dtype) in ("float16", "bfloat16"):
+        a = ops.cast(a, "float32")
+    if keras.backend.standardize_dtype(b.dtype) in ("float16", "bfloat16"):
+        b = ops.cast(b, "float32")
     b_t = ops.transpose(b)
     if keras.backend.backend() == "jax":
         # Read when the product is traced, so it holds inside compiled steps and

@@ -154,7 +154,9 @@ def test_float16_inputs_match_float32():
 
 
 @pytest.mark.parametrize("scale", [0, -1.0, float("nan"), float("inf"), "20", True, None,
-                                   1e39])  # inf in float32, where the loss is computed
+                                   1e39,  # inf in float32, where the loss is computed
+                                   10**400,  # an int no float holds (was an OverflowError)
+                                   1e-39])  # 0 or subnormal in float32
 def test_bad_scale_is_rejected_with_its_value(scale):
     with pytest.raises(ValueError, match=re.escape(f"`scale`={scale!r}")):
         CoSENTLoss(scale=scale)

@@ -149,6 +149,10 @@ def test_simcse_dropout_gives_two_views_in_training_only():
         ({"temperature": -0.05}, "`temperature`=-0.05"),
         ({"temperature": float("nan")}, "`temperature`=nan"),
         ({"temperature": "0.05"}, "`temperature`='0.05'"),
+        # 0 or subnormal in float32: the logits were inf and the loss NaN.
+        ({"temperature": 1e-39}, "smallest normal value 1.175e-38 to its maximum 3.403e+38 "
+                                 "(it is computed in float32). Received: `temperature`=1e-39"),
+        ({"temperature": 10**400}, "`temperature` should be a positive float"),  # OverflowError
         ({"symmetric": 1}, "`symmetric`=1"),
         ({"mask_false_negatives": "yes"}, "`mask_false_negatives`='yes'"),
     ],

@@ -68,6 +68,22 @@ def test_similarity_matrix_matches_numpy():
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_similarity_matrix_multiplies_half_precision_inputs_in_float32(dtype):
+    # In their own dtype, rows of norm 500 gave inf (250000 > float16's 65504) and
+    # unit rows lost digits (5e-5 off at dim 384).
+    big = keras.ops.cast(np.array([[300.0, 400.0]], "float32"), dtype)
+    got = keras.ops.convert_to_numpy(similarity_matrix(big, big))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, [[250000.0]], rtol=1e-6)
+    rng = np.random.default_rng(0)
+    unit = rng.normal(size=(4, 384))
+    unit = keras.ops.cast(unit / np.linalg.norm(unit, axis=1, keepdims=True), dtype)
+    rows = keras.ops.convert_to_numpy(keras.ops.cast(unit, "float32")).astype("float64")
+    got = keras.ops.convert_to_numpy(similarity_matrix(unit, unit))
+    np.testing.assert_allclose(got, rows @ rows.T, atol=1e-6)
+
+
 @pytest.mark.parametrize("a_shape, b_shape", [((5, 7), (3, 6)), ((2, 5, 7), (3, 7)), ((), (3, 7))])
 def test_similarity_matrix_names_the_shapes_it_cannot_multiply(a_shape, b_shape):
     with pytest.raises(ValueError, match=re.escape(f"Received shapes {a_shape} and {b_shape}")):
