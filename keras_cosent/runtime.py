@@ -154,9 +154,11 @@ def disable(pieces=None):
 
     The environment variable gets its previous value back (or is removed), the
     replaced Keras functions their originals, and glibc its default parameters,
-    with two exceptions that glibc keeps for the life of the process: its dynamic
-    `mmap` threshold, which any setting switches off, stays off, and
-    `glibc_pool`'s limit of one arena stays.
+    with three exceptions that last for the life of the process: glibc's dynamic
+    `mmap` threshold, which any setting switches off, stays off;
+    `glibc_pool`'s limit of one arena stays; and TensorFlow, once it has run an
+    op, keeps the allocator `tf_bfc_allocator` chose (`active()`'s detail then
+    says so).
 
     Returns:
         `active()`.
@@ -164,8 +166,10 @@ def disable(pieces=None):
     for name in _names(pieces):
         undo = _undo.pop(name, None)
         if undo is not None:
-            undo()
-            _records[name] = {"on": False, "detail": "turned off"}
+            stays = undo()
+            # An undo that cannot take effect returns a record of what stays.
+            _records[name] = stays if isinstance(stays, dict) else {"on": False,
+                                                                    "detail": "turned off"}
     return active()
 
 
@@ -205,6 +209,12 @@ def _apply_tf_bfc_allocator():
 
     def undo():
         os.environ.pop(TF_CPU_ALLOCATOR_ENV, None)
+        if "tensorflow" in sys.modules:
+            # Read at TensorFlow's first op: after that its allocator is chosen.
+            return {"on": False, "detail": "turned off (TF_CPU_ALLOCATOR_USE_BFC removed), "
+                    "but TensorFlow was imported: once it has run an op, the pooling "
+                    "allocator stays for the life of the process"}
+        return None
 
     _undo["tf_bfc_allocator"] = undo
     detail = "TF_CPU_ALLOCATOR_USE_BFC=true"

@@ -6,6 +6,8 @@ import warnings
 
 import keras
 
+from keras_cosent import compat
+
 # Below this share of Linux's memory-map limit left, new models compile without XLA.
 MAP_RESERVE = 0.1
 
@@ -62,7 +64,7 @@ def resolve_jit_compile(model, jit_compile="auto", run_eagerly=False):
         jit_compile == "auto"
         and keras.backend.backend() == "tensorflow"
         and not run_eagerly
-        and getattr(model, "_distribute_strategy", None) is None
+        and compat.distribute_strategy(model) is None
     ):
         return not _maps_running_out()
     return jit_compile

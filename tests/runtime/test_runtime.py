@@ -98,13 +98,26 @@ def test_importing_keras_cosent_changes_no_environment_variable_and_no_keras_fun
 # === tf_bfc_allocator ===
 
 
-def test_bfc_allocator_sets_the_variable_and_takes_it_back(monkeypatch):
+@pytest.mark.parametrize("tensorflow_imported", [False, True])
+def test_bfc_allocator_sets_the_variable_and_takes_it_back(monkeypatch, tensorflow_imported):
     monkeypatch.delenv(runtime.TF_CPU_ALLOCATOR_ENV, raising=False)
     record = runtime.enable(["tf_bfc_allocator"], backend="tensorflow")
     assert record["tf_bfc_allocator"]["on"] is True
     assert os.environ[runtime.TF_CPU_ALLOCATOR_ENV] == "true"
-    assert runtime.disable()["tf_bfc_allocator"]["on"] is False
+    if tensorflow_imported:
+        monkeypatch.setitem(sys.modules, "tensorflow", sys.modules.get("tensorflow", object()))
+    else:
+        monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    after = runtime.disable()["tf_bfc_allocator"]
     assert runtime.TF_CPU_ALLOCATOR_ENV not in os.environ
+    if tensorflow_imported:
+        # TensorFlow reads the variable at its first op and keeps that allocator:
+        # "turned off" was untrue (its memory figures stayed the pool's).
+        assert after["on"] is False
+        assert "once it has run an op, the pooling allocator stays for the life of the " \
+               "process" in after["detail"]
+    else:
+        assert after == {"on": False, "detail": "turned off"}
 
 
 def test_the_users_allocator_choice_wins(monkeypatch):
