@@ -298,6 +298,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
                                 self._prev_training_metadata_path)):
             if self.double_checkpoint and os.path.exists(path):
                 _write_replacing(previous, lambda tmp, path=path: shutil.copyfile(path, tmp))
+
         def write_weights(tmp):
             import h5py
 

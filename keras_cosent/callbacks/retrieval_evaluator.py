@@ -6,8 +6,8 @@ import warnings
 import keras
 import numpy as np
 
-from keras_cosent.retrieval._validation import check_encoder
 from keras_cosent.retrieval._validation import check_distinct_as_strings
+from keras_cosent.retrieval._validation import check_encoder
 from keras_cosent.retrieval._validation import check_k_values
 from keras_cosent.retrieval._validation import check_qrels
 from keras_cosent.retrieval.metrics import retrieval_metrics

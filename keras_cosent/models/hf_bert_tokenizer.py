@@ -111,8 +111,9 @@ class HFBertTokenizer(keras_hub.models.BertTokenizer):
             when lowercasing, as Hugging Face does.
         **kwargs: other `keras_hub.models.BertTokenizer` arguments
             (`split_on_cjk`, ...; `special_tokens_in_strings` only without
-            `lowercase`, which would split the special tokens). Leave `sequence_length` unset for a
-            `SentenceEncoder`: its preprocessor truncates and pads itself.
+            `lowercase`, which would split the special tokens). Leave
+            `sequence_length` unset for a `SentenceEncoder`: its preprocessor
+            truncates and pads itself.
 
     Example:
 

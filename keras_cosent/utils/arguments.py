@@ -70,10 +70,12 @@ FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 
 def check_positive_float(name, value):
-    """Returns `value` as a float, or raises if it is not a number > 0 finite in float32.
+    """Returns `value` as a float, or raises if it is not a number > 0 that float32
+    holds as a normal number.
 
     Every such argument (a scale, a temperature, a learning rate) ends up in a
-    float32 computation, where a value above float32's maximum is inf.
+    float32 computation, where a value above float32's maximum is inf and one
+    below its smallest normal value is 0 or subnormal.
     """
     if not is_number(value) or not _finite(value) or value <= 0:
         raise ValueError(
