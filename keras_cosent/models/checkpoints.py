@@ -26,6 +26,7 @@ import shutil
 import tempfile
 
 import keras
+import numpy as np
 
 from keras_cosent import compat
 
@@ -252,6 +253,44 @@ def write_vocab_txt(path, tokens, source):
         f.write("".join(token + "\n" for token in tokens))
 
 
+POOLER_KEYS = ("pooler.dense.weight", "pooler.dense.bias")
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+
+
+def _weight_keys(preset, files):
+    """The tensor names of a folder's safetensors weights, or None (none there)."""
+    if SAFETENSORS_INDEX in files:
+        return list((read_hf_json(preset, SAFETENSORS_INDEX) or {}).get("weight_map", {}))
+    if "model.safetensors" in files:
+        import safetensors
+
+        with safetensors.safe_open(os.path.join(preset, "model.safetensors"), "np") as f:
+            return list(f.keys())
+    return None
+
+
+def missing_bert_pooler(hf_config, keys):
+    """The name prefix (`""`, `"bert."`) of a BERT checkpoint saved without its pooler
+    (`BertModel(add_pooling_layer=False)`), else None.
+
+    keras-hub's BERT loader reads the pooler's weights; sentence pooling never
+    uses its output, so zeros stand in for them.
+    """
+    if (hf_config or {}).get("model_type") != "bert" or keys is None:
+        return None
+    if any(key.endswith(POOLER_KEYS[0]) for key in keys):
+        return None
+    suffix = "embeddings.word_embeddings.weight"
+    embedding = next((key for key in keys if key.endswith(suffix)), None)
+    return None if embedding is None else embedding[: -len(suffix)]
+
+
+def _zero_pooler(hf_config, prefix):
+    size = int(hf_config["hidden_size"])
+    return {prefix + POOLER_KEYS[0]: np.zeros((size, size), "float32"),
+            prefix + POOLER_KEYS[1]: np.zeros((size,), "float32")}
+
+
 class readable_checkpoint:
     """Context manager giving a folder keras-hub can read for `preset`.
 
@@ -261,7 +300,8 @@ class readable_checkpoint:
     sentence-transformers 6 saves) gets a `vocab.txt` written from it, and a
     BERT tokenizer config without `do_lower_case` (which keras-hub requires)
     gets `transformers`' default, true, in a temporary folder that links the
-    other files and is removed on exit.
+    other files and is removed on exit. A BERT checkpoint saved without its
+    pooler gets zero pooler weights there (`missing_bert_pooler`).
     """
 
     def __init__(self, preset):
@@ -283,7 +323,9 @@ class readable_checkpoint:
         tokenizer_config = read_hf_json(preset, "tokenizer_config.json")
         fill_lowercase = (tokenizer_config is not None and "do_lower_case" not in tokenizer_config
                           and uses_hf_bert_tokenizer(hf_config, preset))
-        if not (convert_bin or write_vocab or fill_lowercase):
+        keys = None if convert_bin else _weight_keys(preset, files)
+        pooler_prefix = missing_bert_pooler(hf_config, keys)
+        if not (convert_bin or write_vocab or fill_lowercase or pooler_prefix is not None):
             return preset
         vocabulary = None
         tokenizer_json = os.path.join(preset, "tokenizer.json")
@@ -307,12 +349,32 @@ class readable_checkpoint:
                 json.dump({**tokenizer_config, "do_lower_case": True}, f, indent=2)
         for name in files - replaced:
             os.symlink(os.path.join(os.path.abspath(preset), name), os.path.join(self._tmp, name))
+        if pooler_prefix is not None:
+            # The pooler in a file of its own, and an index naming every tensor's file:
+            # the checkpoint's weights are linked, not copied.
+            from safetensors.numpy import save_file as save_numpy
+
+            save_numpy(_zero_pooler(hf_config, pooler_prefix),
+                       os.path.join(self._tmp, "pooler.safetensors"))
+            weight_map = (read_hf_json(preset, SAFETENSORS_INDEX)["weight_map"]
+                          if SAFETENSORS_INDEX in files
+                          else {key: "model.safetensors" for key in keys})
+            weight_map.update({pooler_prefix + key: "pooler.safetensors" for key in POOLER_KEYS})
+            index = os.path.join(self._tmp, SAFETENSORS_INDEX)
+            if os.path.lexists(index):
+                os.unlink(index)  # the link to the checkpoint's own index
+            with open(index, "w", encoding="utf-8") as f:
+                json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=2)
         if vocabulary is not None:
             write_vocab_txt(os.path.join(self._tmp, "vocab.txt"), vocabulary, tokenizer_json)
         if convert_bin:
             state = torch.load(
                 os.path.join(preset, "pytorch_model.bin"), map_location="cpu", weights_only=True
             )
+            prefix = missing_bert_pooler(hf_config, list(state))
+            if prefix is not None:
+                state.update({key: torch.from_numpy(value)
+                              for key, value in _zero_pooler(hf_config, prefix).items()})
             # Tied weights share storage, which safetensors refuses: copy each.
             save_file(
                 {k: v.detach().clone().contiguous() for k, v in state.items()},

@@ -41,8 +41,13 @@ def tiny_encoder():
     return make_tiny_encoder()
 
 
-def write_tiny_hf_checkpoint(path, hidden_act="gelu", weights="safetensors", seed=0):
-    """A random 2-layer transformers BertModel saved as a Hugging Face folder."""
+def write_tiny_hf_checkpoint(path, hidden_act="gelu", weights="safetensors", seed=0,
+                             pooler=True):
+    """A random 2-layer transformers BertModel saved as a Hugging Face folder.
+
+    `weights`: "safetensors", "bin" or "sharded" (safetensors files and their
+    index); `pooler=False` saves it without its pooler.
+    """
     import torch
     import transformers
     torch.manual_seed(seed)
@@ -55,9 +60,9 @@ def write_tiny_hf_checkpoint(path, hidden_act="gelu", weights="safetensors", see
         max_position_embeddings=32,
         hidden_act=hidden_act,
     )
-    model = transformers.BertModel(config).eval()
+    model = transformers.BertModel(config, add_pooling_layer=pooler).eval()
     path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(path))
+    model.save_pretrained(str(path), max_shard_size="8KB" if weights == "sharded" else "5GB")
     if weights == "bin":
         (path / "model.safetensors").unlink()
         torch.save(model.state_dict(), str(path / "pytorch_model.bin"))

@@ -439,6 +439,30 @@ def test_from_hugging_face_folder_matches_transformers(tmp_path, weights):
     assert VOCAB.index("zurich") in encoder.tokenize(texts)[1]
 
 
+@pytest.mark.parametrize("weights", ["safetensors", "bin", "sharded"])
+def test_a_bert_saved_without_its_pooler_loads_and_matches_transformers(tmp_path, weights):
+    # keras-hub's loader reads the pooler, which BertModel(add_pooling_layer=False)
+    # does not save: a SafetensorError. Sentence pooling never uses it.
+    import torch
+
+    model = write_tiny_hf_checkpoint(tmp_path / "ckpt", weights=weights, pooler=False)
+    names = {p.name for p in (tmp_path / "ckpt").iterdir()}
+    assert ("model.safetensors.index.json" in names) == (weights == "sharded")
+    encoder = SentenceEncoder.from_checkpoint(tmp_path / "ckpt", max_length=16)
+    texts = ["The cat sat on the mat.", "big"]
+    x = encoder.preprocess(texts)
+    with torch.no_grad():
+        hidden = model(
+            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
+        ).last_hidden_state.numpy().astype("float64")
+    mask = x["padding_mask"][..., None]
+    mean = (hidden * mask).sum(axis=1) / mask.sum(axis=1)
+    expected = mean / np.linalg.norm(mean, axis=1, keepdims=True)
+    np.testing.assert_allclose(encoder.encode(texts), expected, atol=1e-5)
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == sorted(names)  # untouched
+
+
 @pytest.mark.parametrize("split_cjk", [None, True, False])
 def test_from_checkpoint_splits_cjk_as_the_tokenizer_config_says(tmp_path, split_cjk):
     import json
