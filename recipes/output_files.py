@@ -1,6 +1,7 @@
 """Files the commands write whole or not at all: written beside the target, then renamed."""
 
 import json
+import math
 import os
 import tempfile
 
@@ -96,11 +97,25 @@ def _write_atomically(path, write):
 
 
 def write_json(path, value):
-    """Writes `value` as indented JSON to `path`, whole or not at all (`write_atomically`)."""
+    """Writes `value` as indented JSON to `path`, whole or not at all (`write_atomically`).
+
+    A float that is not finite (the NaN score of a diverged model) is written
+    as `null`: JSON has no NaN, and `jq` or a browser refuse Python's `NaN` token.
+    """
 
     def write(partial):
         with open(partial, "w", encoding="utf-8") as f:
-            json.dump(value, f, indent=2)
+            json.dump(_finite_or_null(value), f, indent=2, allow_nan=False)
             f.write("\n")
 
     write_atomically(path, write)
+
+
+def _finite_or_null(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(item) for item in value]
+    return value

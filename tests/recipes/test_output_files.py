@@ -2,6 +2,7 @@
 OS error while writing reported as one line naming the file, with nothing left behind."""
 
 import errno
+import json
 
 import pytest
 
@@ -10,6 +11,7 @@ from recipes.errors import CliError
 from recipes.errors import as_cli_error
 from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_atomically
+from recipes.output_files import write_json
 from tests.recipes.test_cli import assert_one_line_error
 
 
@@ -74,3 +76,17 @@ def test_commands_refuse_an_unwritable_output_before_loading_anything(cli, tmp_p
     # "-" reads stdin as an input; as an output it would make a file named "-".
     result = cli("encode", "no-such-model", sentences, "-o", "-")
     assert_one_line_error(result, "--output -: writes a file, not to stdout")
+
+
+def test_write_json_writes_a_non_finite_score_as_null(tmp_path):
+    # Python's json wrote a bare NaN token (a diverged model's --json), which is not
+    # JSON: jq and browsers refuse it.
+    path = tmp_path / "out.json"
+    write_json(path, {"spearman": float("nan"), "pearson": 0.5,
+                      "per_query": {"q": [float("inf"), -float("inf"), 1.0]}, "pairs": 3})
+
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+
+    assert json.loads(path.read_text(), parse_constant=refuse) == {
+        "spearman": None, "pearson": 0.5, "per_query": {"q": [None, None, 1.0]}, "pairs": 3}
