@@ -254,17 +254,18 @@ def _fewer_negatives(count):
     return "no negative" if count == 1 else f"fewer than {count} negatives"
 
 
-def _or_minus_infinity(value):
-    return -math.inf if value is None else value
+def _scored_epochs(values):
+    """The indices of the logged values that are scores: not missing, not NaN (a
+    diverged encoder's)."""
+    return [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
 
 
 def best_so_far(epoch_log, metric):
-    """The best `metric` of the epochs logged before an interruption (None: none yet)."""
-    if not epoch_log.is_file():
-        return None
-    values = [v for v in reporting.read_epoch_log(epoch_log).get(metric, [])
-              if v is not None and math.isfinite(v)]
-    return max(values) if values else None
+    """The best `metric` of the epochs logged before an interruption, or -inf when
+    none scored yet: Keras' own start, None, saves the first epoch whatever it
+    scored, and after a NaN nothing compares higher."""
+    values = reporting.read_epoch_log(epoch_log).get(metric, []) if epoch_log.is_file() else []
+    return max((values[i] for i in _scored_epochs(values)), default=-math.inf)
 
 
 def compute_in_float32(encoder):
@@ -538,10 +539,7 @@ def _train_encoder(config, directory, env, backup_dir):
         callbacks.append(keras.callbacks.ModelCheckpoint(
             str(backup_dir / BEST_WEIGHTS), monitor=keep_best, mode="max",
             save_best_only=True, save_weights_only=True,
-            # -inf, not Keras' None, before any epoch: None saves the first epoch
-            # whatever it scored, and after a NaN nothing compares higher.
-            initial_value_threshold=_or_minus_infinity(best_so_far(backup_dir / EPOCH_LOG,
-                                                                   keep_best)),
+            initial_value_threshold=best_so_far(backup_dir / EPOCH_LOG, keep_best),
         ))
     if config.get("collapse_guard"):
         # After the evaluators, so that they score the trained weights, not the
@@ -600,7 +598,7 @@ def _train_encoder(config, directory, env, backup_dir):
     kept_epoch = None
     if keep_best is not None:
         values = history[keep_best]
-        scored = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+        scored = _scored_epochs(values)
         if scored:
             # The first epoch with the highest value: the checkpoint saves on a strict
             # rise, and never on NaN (a diverged encoder's score).
