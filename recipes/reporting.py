@@ -1,8 +1,9 @@
 """What `train` and `evaluate` show and leave behind: tables, per-epoch metrics, the plot."""
 
 import csv
-import json
 import math
+
+from recipes.output_files import write_json
 
 METRICS_CSV = "metrics.csv"
 METRICS_JSON = "metrics.json"
@@ -112,7 +113,8 @@ def read_epoch_log(path):
 
 
 def write_metrics(directory, rows):
-    """Writes the per-epoch rows to `metrics.csv` and `metrics.json` in `directory`."""
+    """Writes the per-epoch rows to `metrics.csv` and `metrics.json` in `directory`
+    (a loss or score that is not finite is `nan` in the CSV and `null` in the JSON)."""
     columns = []
     for row in rows:
         columns += [key for key in row if key not in columns]
@@ -120,9 +122,13 @@ def write_metrics(directory, rows):
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-    with open(directory / METRICS_JSON, "w", encoding="utf-8") as f:
-        json.dump(rows, f, indent=2)
-        f.write("\n")
+    write_json(directory / METRICS_JSON, rows)
+
+
+def write_results(directory, results):
+    """Writes the run's evaluations and record to `results.json` in `directory`; a
+    score that is not finite (a diverged model's) is `null`, as JSON has no NaN."""
+    write_json(directory / RESULTS_FILE, results)
 
 
 def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieval_key=None,

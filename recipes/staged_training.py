@@ -16,7 +16,6 @@ then CoSENT on STS pairs (`recipes.presets.staged`).
 Imported lazily by `recipes.training`, after the Keras backend is chosen.
 """
 
-import json
 import time
 import warnings
 
@@ -135,8 +134,6 @@ def train_stages(config, directory, env, backup_dir):
         initial_spearman=results["dev_before_training"]["spearman"] if dev is not None else None,
         stage_starts=stage_starts,
     )
-    with open(directory / reporting.RESULTS_FILE, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
+    reporting.write_results(directory, results)
     env.note(f"trained {len(stages)} stages in {train_seconds:.0f} s")
     return results

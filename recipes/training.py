@@ -12,7 +12,6 @@ Imported lazily by the `train` command, after the Keras backend is chosen.
 """
 
 import contextlib
-import json
 import math
 import os
 import time
@@ -639,8 +638,6 @@ def _train_encoder(config, directory, env, backup_dir):
         initial_retrieval=(results["dev_retrieval_before_training"]["ndcg@10"]
                            if dev_retrieval is not None else None),
     )
-    with open(directory / reporting.RESULTS_FILE, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
+    reporting.write_results(directory, results)
     env.note(f"trained in {train_seconds:.0f} s")
     return results

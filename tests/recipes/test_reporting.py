@@ -3,11 +3,14 @@
 import csv
 import json
 
+import pytest
+
 from recipes.reporting import format_table
 from recipes.reporting import history_rows
 from recipes.reporting import plot_training
 from recipes.reporting import results_table
 from recipes.reporting import write_metrics
+from recipes.reporting import write_results
 
 
 def test_table_is_aligned_plain_text():
@@ -33,6 +36,22 @@ def test_metrics_files_hold_one_row_per_epoch(tmp_path):
     assert [r["epoch"] for r in read] == ["1", "2"]
     assert [float(r["loss"]) for r in read] == [2.0, 1.5]
     assert json.loads((tmp_path / "metrics.json").read_text()) == rows
+
+
+def test_a_score_that_is_not_finite_is_null_in_the_json_files(tmp_path):
+    # A constant dev set or a collapsed encoder gives a NaN Spearman; Python's json
+    # wrote it as a bare NaN token, which strict parsers (jq, browsers) refuse.
+    nan = float("nan")
+    write_metrics(tmp_path, [{"epoch": 1, "loss": 2.0, "dev_spearman": nan}])
+    write_results(tmp_path, {"dev": {"pairs": 3, "spearman": nan, "pearson": float("inf")}})
+    strict = {"parse_constant": lambda token: pytest.fail(f"non-JSON token {token}")}
+    assert json.loads((tmp_path / "metrics.json").read_text(), **strict) == [
+        {"epoch": 1, "loss": 2.0, "dev_spearman": None}]
+    results = json.loads((tmp_path / "results.json").read_text(), **strict)
+    assert results == {"dev": {"pairs": 3, "spearman": None, "pearson": None}}
+    assert results_table(results).splitlines()[1].split() == ["dev", "3", "-", "-"]
+    with open(tmp_path / "metrics.csv") as f:
+        assert next(csv.DictReader(f))["dev_spearman"] == "nan"
 
 
 def test_correlations_are_reported_times_100():
