@@ -16,6 +16,7 @@ import warnings
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.json_lines import parse_json_object
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.data.text_decoding import decode_text
 from keras_cosent.utils.arguments import is_int
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -83,20 +84,15 @@ def _text_lines(path):
     A leading BOM (files saved on Windows carry one) is dropped. Only `\n` ends
     a line (a trailing `\r` is removed), so line numbers are those `sed -n`
     shows and a `\u2028` inside a field does not split the row. Bytes that are
-    not UTF-8 raise a `DataFormatError` naming the line instead of a bare
-    `UnicodeDecodeError`.
+    not UTF-8, a `\r` alone, a NUL or a BOM past the start raise a
+    `DataFormatError` naming the line (`decode_text`) instead of a bare
+    `UnicodeDecodeError` or a row that is not the file's.
     """
     with open(path, "rb") as f:
         for line_number, raw in enumerate(f, start=1):
-            if line_number == 1:
-                raw = raw.removeprefix(b"\xef\xbb\xbf")
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataFormatError(
-                    path, line_number, f"invalid UTF-8 byte {raw[e.start:e.start + 1]!r} "
-                    "(is the file in another encoding? re-encode it to UTF-8)"
-                ) from None
+            line, problem = decode_text(raw, leading_bom=line_number == 1)
+            if problem:
+                raise DataFormatError(path, line_number, problem[1])
             yield line_number, line.removesuffix("\n").removesuffix("\r")
 
 

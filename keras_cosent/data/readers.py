@@ -21,6 +21,7 @@ import numpy as np
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.json_lines import parse_json_object
 from keras_cosent.data.pair_dataset import PairDataset
+from keras_cosent.data.text_decoding import decode_text
 from keras_cosent.utils.arguments import FLOAT32_MAX
 
 NLI_ORDINAL_LABELS = {"entailment": 2, "neutral": 1, "contradiction": 0}
@@ -74,39 +75,28 @@ class _BadRows:
         return PairDataset(columns, labels, self.path, skipped=self.count, dropped=dropped)
 
 
-_LONE_CR = re.compile(r"\r(?!\n)")
-_LONE_CR_PROBLEM = ("a carriage return (\\r) ends this line without \\n (an old Mac line "
-                   "ending?); convert the line endings to \\n")
 # A decimal number as a data file writes it: no `1_0` (10 to float()), no digits
 # of other scripts, no hex.
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 def _read_text(path):
-    """Returns the whole file decoded as UTF-8, without a leading BOM."""
+    """Returns the whole file decoded as UTF-8, without a leading BOM
+    (`decode_text`: what does not decode, or is no text, names its line)."""
     if os.path.isdir(path):
         raise IsADirectoryError(f"Data file {str(path)!r} is a directory; give a file")
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise FileNotFoundError(f"Data file not found: {str(path)!r}")
+    if not os.path.isfile(path):
+        raise DataFormatError(path, None, "not a regular file (a pipe or a device?); "
+                                          "give a file")
     with open(path, "rb") as f:
-        # The BOM leaves the bytes, not the text, so that a decoding error's
-        # offset indexes `raw`.
-        raw = f.read().removeprefix(b"\xef\xbb\xbf")
-    try:
-        # A wrong encoding (GBK, Latin-1) usually breaks the whole file, so this
-        # raises even with on_bad_rows="skip" rather than dropping most rows.
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise DataFormatError(
-            path, line, f"invalid UTF-8 byte {raw[e.start:e.start + 1]!r} "
-            "(is the file in another encoding? re-encode it to UTF-8)"
-        ) from None
-    lone = _LONE_CR.search(text.rstrip())
-    if lone:
-        # Only \n ends a line: that line and the next would be read as one row
-        # (the whole file, if every line ends so).
-        raise DataFormatError(path, text.count("\n", 0, lone.start()) + 1, _LONE_CR_PROBLEM)
+        raw = f.read()
+    # A wrong encoding (GBK, Latin-1) usually breaks the whole file, so this
+    # raises even with on_bad_rows="skip" rather than dropping most rows.
+    text, problem = decode_text(raw)
+    if problem:
+        raise DataFormatError(path, *problem)
     return text
 
 

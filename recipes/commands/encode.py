@@ -1,7 +1,5 @@
 """`keras-cosent encode`: sentences, one per line, to a float32 `.npy` of unit-length embeddings."""
 
-import re
-
 import click
 
 from recipes.context import pass_environment
@@ -18,21 +16,12 @@ from recipes.output_files import write_atomically
 
 def read_sentences(stream, name):
     """The lines of a UTF-8 byte stream; an empty line is an error (rows follow lines)."""
-    # The BOM leaves the bytes, not the text, so that a decoding error's offset
-    # indexes `raw`.
-    raw = stream.read().removeprefix(b"\xef\xbb\xbf")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise CliError(f"{name}:{line}: invalid UTF-8 byte {raw[error.start:error.start + 1]!r} "
-                       "(is the file in another encoding? re-encode it to UTF-8)") from None
-    lone = re.search(r"\r(?!\n)", text.rstrip())
-    if lone:
-        # Only \n ends a line: that line and the next would be one sentence.
-        raise CliError(f"{name}:{text.count(chr(10), 0, lone.start()) + 1}: a carriage return "
-                       "(\\r) ends this line without \\n (an old Mac line ending?); convert "
-                       "the line endings to \\n")
+    from keras_cosent.data.text_decoding import decode_text
+
+    text, problem = decode_text(stream.read())
+    if problem:
+        line, reason = problem
+        raise CliError(f"{name}:{line}: {reason}")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -122,11 +122,12 @@ def test_bom_and_crlf_read_as_plain_utf8_and_only_newline_ends_a_line(tmp_path):
         ds = read_beir(folder, "test")
     assert ds.corpus == {"d1": "Title body one", "d2": "body two"}
     assert ds.queries == {"q1": "first"} and ds.qrels == {"q1": {"d1": 2}}
-    # Only \n ends a line: \u2028 inside a string is text, and a raw \r inside one (which
-    # JSON forbids) is reported on the line that `sed -n 3p` shows, not as a split row.
+    # Only \n ends a line: \u2028 inside a string is text, and a lone \r (an old Mac
+    # line end, or a raw one inside a string, which JSON forbids) is reported on the
+    # line that `sed -n 4p` shows, not as a split row.
     with open(folder / "corpus.jsonl", "ab") as f:
         f.write('{"_id": "d3", "text": "a\u2028b"}\n{"_id": "d4", "text": "a\rb"}\n'.encode())
-    with pytest.raises(DataFormatError, match="invalid JSON: Invalid control") as info:
+    with pytest.raises(DataFormatError, match="carriage return .* without \\\\n") as info:
         read_beir(folder, "test")
     assert info.value.line == 4
     with open(folder / "corpus.jsonl", "rb+") as f:
@@ -142,6 +143,21 @@ def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path):
     with pytest.raises(DataFormatError, match=r"invalid UTF-8 byte b'\\xb7'.*re-encode") as info:
         read_beir(folder, "test")
     assert os.path.basename(info.value.path) == "queries.jsonl" and info.value.line == 2
+
+
+def test_utf16_without_a_bom_and_joined_files_name_file_and_line(tmp_path):
+    folder = make_folder(tmp_path)
+    # ASCII in UTF-16 without a BOM decodes as UTF-8, a NUL after every letter.
+    (folder / "queries.jsonl").write_bytes('{"_id": "q1", "text": "first"}\n'.encode("utf-16-le"))
+    with pytest.raises(DataFormatError, match=r"NUL .*UTF-16") as info:
+        read_beir(folder, "test")
+    assert os.path.basename(info.value.path) == "queries.jsonl" and info.value.line == 1
+    # Two files saved with a BOM each, joined with `cat`: the second BOM is not text.
+    (folder / "queries.jsonl").write_bytes(b"\xef\xbb\xbf" + b'{"_id": "q1", "text": "first"}\n'
+                                           + b"\xef\xbb\xbf" + b'{"_id": "q2", "text": "x"}\n')
+    with pytest.raises(DataFormatError, match=r"byte-order mark .*joined") as info:
+        read_beir(folder, "test")
+    assert info.value.line == 2
 
 
 def test_an_escaped_lone_surrogate_names_file_and_line(tmp_path):

@@ -1,6 +1,7 @@
 """Tests for the readers: real shared files, malformed rows, skip mode, dispatch."""
 
 import json
+import os
 import warnings
 
 import numpy as np
@@ -454,6 +455,27 @@ def test_invalid_utf8_names_line(tmp_path):
     path = _write(tmp_path, "bom.data", b"\xef\xbb\xbfa\tb\t1\n\xe9t\xe9\tc\t2\n")
     with pytest.raises(DataFormatError, match=r"bom\.data:2: invalid UTF-8 byte b'\\xe9'"):
         read_pair_tsv(path)
+
+
+def test_utf16_without_a_bom_names_file_and_line(tmp_path):
+    # It decodes as UTF-8 with a NUL after every ASCII letter: read_text_lines gave
+    # sentences of NULs and one row more than the file has lines.
+    path = _write(tmp_path, "u16.txt", "the ferry leaves\nthe boat departs\n".encode("utf-16-le"))
+    with pytest.raises(DataFormatError, match=r"u16\.txt:1: a NUL character .*UTF-16"):
+        read_text_lines(path)
+    path = _write(tmp_path, "nul.tsv", b"a\tb\t1\nc\x00\td\t2\n")
+    with pytest.raises(DataFormatError, match=r"nul\.tsv:2: a NUL character"):
+        read_pair_tsv(path, on_bad_rows="skip")
+    path = _write(tmp_path, "cat.txt", b"\xef\xbb\xbfa\n\xef\xbb\xbfb\n")
+    with pytest.raises(DataFormatError, match=r"cat\.txt:2: a byte-order mark"):
+        read_text_lines(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo (POSIX)")
+def test_a_pipe_is_not_reported_missing(tmp_path):
+    os.mkfifo(tmp_path / "pipe.tsv")
+    with pytest.raises(DataFormatError, match=r"pipe\.tsv: not a regular file"):
+        read_pair_tsv(tmp_path / "pipe.tsv")
 
 
 def test_pair_dataset_container():

@@ -73,3 +73,8 @@ def test_output_is_never_the_input_and_bad_bytes_name_their_line(cli, trained_ru
     source.write_bytes(b"\xef\xbb\xbf" + "first\nsecond\n".encode() + b"caf\xe9\n")
     result = cli("encode", trained_run["output"], source, "-o", tmp_path / "out.npy")
     assert_one_line_error(result, f"{source}:3: invalid UTF-8 byte b'\\xe9'")
+    # UTF-16 without a BOM decodes as UTF-8 with NULs: 2 lines gave 3 rows.
+    source.write_bytes("first\nsecond\n".encode("utf-16-le"))
+    result = cli("encode", trained_run["output"], source, "-o", tmp_path / "out.npy")
+    assert_one_line_error(result, f"{source}:1: a NUL character", "UTF-16")
+    assert not (tmp_path / "out.npy").exists()
