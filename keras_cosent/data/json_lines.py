@@ -3,11 +3,25 @@
 import json
 
 
+class _RepeatedKey(Exception):
+    pass
+
+
+def _object_without_repeated_keys(pairs):
+    record = dict(pairs)
+    if len(record) < len(pairs):
+        seen = set()
+        raise _RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return record
+
+
 def parse_json_object(line):
     """Returns `(dict, None)` for a line holding one JSON object, else `(None, reason)`.
 
     Besides malformed JSON and non-objects, it refuses what `json.loads` accepts
-    but no data file means: an escaped lone surrogate (`"\\udc80"`, half of a
+    but no data file means: a key given twice in one object (`json.loads` keeps
+    the last silently, so `{"label": "-", "label": "entailment"}` trained as an
+    entailment), an escaped lone surrogate (`"\\udc80"`, half of a
     UTF-16 pair, which fails later when the text is tokenized or written), and
     an integer too long for Python to convert (`ValueError`, not a
     `JSONDecodeError`).
@@ -19,9 +33,13 @@ def parse_json_object(line):
     ({'text': 'a'}, None)
     >>> parse_json_object('["a"]')
     (None, 'expected a JSON object, found list')
+    >>> parse_json_object('{"text": "a", "text": "b"}')
+    (None, "duplicate key 'text' in one object")
     """
     try:
-        record = json.loads(line)
+        record = json.loads(line, object_pairs_hook=_object_without_repeated_keys)
+    except _RepeatedKey as error:
+        return None, f"duplicate key {error.args[0]!r} in one object"
     except json.JSONDecodeError as error:
         return None, f"invalid JSON: {error.msg} (column {error.colno})"
     except ValueError as error:  # e.g. an integer of more than 4300 digits

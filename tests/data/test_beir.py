@@ -160,6 +160,14 @@ def test_utf16_without_a_bom_and_joined_files_name_file_and_line(tmp_path):
     assert info.value.line == 2
 
 
+def test_an_id_given_twice_in_one_row_names_its_line(tmp_path):
+    # Read as the last one ("d2"), the row failed later at the qrels: "unknown corpus id 'd1'".
+    folder = make_folder(tmp_path, corpus=['{"_id": "d1", "text": "x", "_id": "d2"}'])
+    with pytest.raises(DataFormatError, match="duplicate key '_id'") as info:
+        read_beir(folder, "test")
+    assert os.path.basename(info.value.path) == "corpus.jsonl" and info.value.line == 1
+
+
 def test_an_escaped_lone_surrogate_names_file_and_line(tmp_path):
     folder = make_folder(tmp_path)
     # A pair of escapes is one character (an emoji); half of one is none, and no

@@ -256,6 +256,17 @@ def test_nli_ordinal_and_triplets_small(tmp_path):
 
 
 
+def test_a_key_given_twice_names_its_line(tmp_path):
+    # json.loads keeps the last value: the disagreement label "-" trained as entailment.
+    lines = ['{"sentence1": "a", "sentence2": "b", "label": "neutral"}',
+             '{"sentence1": "p", "sentence2": "h", "label": "-", "label": "entailment"}']
+    path = _write(tmp_path, "dup.jsonl", "\n".join(lines) + "\n")
+    with pytest.raises(DataFormatError, match=r"dup\.jsonl:2: duplicate key 'label'"):
+        read_nli_jsonl(path)
+    with pytest.warns(UserWarning, match="skipped 1 malformed"):
+        assert read_nli_jsonl(path, on_bad_rows="skip").labels.tolist() == [1]
+
+
 def test_nli_reads_snli_gold_label(tmp_path):
     # SNLI/MultiNLI ship `gold_label` (with `-` where annotators disagreed) and no `label`.
     rows = [("a", "b", "entailment"), ("a", "c", "-"), ("d", "e", "contradiction")]
