@@ -417,7 +417,10 @@ def read_retrieval_triplets(path, num_negatives=None):
     int >= 0) is given: then rows are cut to that many and rows with fewer are
     skipped (counted in `skipped`); 0 keeps every row as a (query, positive)
     pair. An empty query or positive is refused, naming the line, as the
-    writer refuses it.
+    writer refuses it. A row without `negatives` is a (query, positive) pair;
+    other keys (ids, scores) are ignored, except one that names negatives some
+    other way (`negative`, `hard_negatives`), which is refused rather than
+    read as a pair.
     """
     if num_negatives is not None and (not is_int(num_negatives) or num_negatives < 0):
         raise ValueError(
@@ -433,6 +436,12 @@ def read_retrieval_triplets(path, num_negatives=None):
                 # As write_retrieval_triplets refuses it: an empty anchor or
                 # positive would train toward the empty string's embedding.
                 raise DataFormatError(path, line_number, f"`{key}` is empty")
+        misspelt = [key for key in record if key != "negatives" and "neg" in key.lower()]
+        if misspelt:
+            # A row without `negatives` is a (query, positive) pair: "negative"
+            # or "hard_negatives" trained on pairs alone without a word.
+            raise DataFormatError(path, line_number, f"unknown key {misspelt[0]!r}; the "
+                                  "negatives go in `negatives`, a list of strings")
         negatives = record.get("negatives", [])
         if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
             raise DataFormatError(path, line_number, "`negatives` should be a list of strings")

@@ -243,6 +243,13 @@ def test_triplets_round_trip_and_errors(tmp_path):
     with pytest.raises(DataFormatError, match="`query` is empty") as info:
         read_retrieval_triplets(path)
     assert info.value.line == 2
+    # Ids and scores beside the texts are ignored; negatives under another key were
+    # read as plain (query, positive) pairs, and InfoNCE trained without them.
+    path.write_text('{"query": "q", "positive": "p", "query_id": "7"}\n'
+                    '{"query": "q2", "positive": "p2", "negative": "n"}\n', encoding="utf-8")
+    with pytest.raises(DataFormatError, match="unknown key 'negative'.*`negatives`") as info:
+        read_retrieval_triplets(path)
+    assert info.value.line == 2
 
 
 def test_hold_out_queries_on_ocnli_train_keeps_dev_positives_out_of_training(shared_data):
