@@ -260,7 +260,15 @@ def _header_records(path, delimiter):
                 if any(field.strip() for field in fields):
                     records.append((start, fields))
         except csv.Error as e:
-            raise DataFormatError(path, reader.line_num, f"malformed CSV: {e}") from None
+            start = previous_end + 1
+            if reader.line_num <= start:
+                raise DataFormatError(path, start, f"malformed CSV: {e}") from None
+            # The parser read on past the line where the record starts, the
+            # usual sign of a quote opened there and never closed.
+            raise DataFormatError(
+                path, start, f"malformed CSV: {e} at line {reader.line_num}, in the record "
+                "that starts here (a quote opened on this line and not closed?)"
+            ) from None
         finally:
             csv.field_size_limit(limit)
         yield from records

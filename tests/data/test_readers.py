@@ -131,6 +131,19 @@ def test_read_columns_csv_line_number_of_multiline_record(tmp_path):
         read_columns(path, ["s1", "s2"], label_column="score")
 
 
+def test_an_unclosed_csv_quote_is_reported_where_it_opens(tmp_path):
+    # The parser reads on to the end of the file (or a later quote): the error
+    # named that line, 202 here, for a quote opened on line 2.
+    good = "".join(f"s{i},t{i},1\n" for i in range(200))
+    path = _write(tmp_path, "q.csv", 's1,s2,score\n"unclosed,b,1\n' + good)
+    with pytest.raises(DataFormatError, match=r"q\.csv:2: malformed CSV: .* at line 202, in "
+                                              r"the record that starts here .*not closed"):
+        read_columns(path, ["s1", "s2"], label_column="score")
+    path = _write(tmp_path, "r.csv", 's1,s2,score\na,b,1\nc,"d"x,1\n')
+    with pytest.raises(DataFormatError, match=r"r\.csv:3: malformed CSV: ',' expected"):
+        read_columns(path, ["s1", "s2"], label_column="score")
+
+
 def test_read_columns_csv_field_over_the_csv_module_default_limit(tmp_path):
     # Valid CSV whose text field exceeds csv's default 131072-character limit;
     # the process-wide limit is as it was afterwards.
