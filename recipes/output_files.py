@@ -36,6 +36,25 @@ def refuse_input(path, option, *inputs):
             raise CliError(f"{option} {path} is the input file {given}; choose another name")
 
 
+def refuse_inputs_inside(folder, option, inputs):
+    """A `CliError` when a folder that a run replaces holds one of its inputs.
+
+    `inputs` maps an option name to its path (a file or folder; None, a preset
+    name or a missing path is skipped). Replacing `folder` would delete the
+    input: the starting model, the training file (a run's own `mined.jsonl`).
+    """
+    if not os.path.isdir(folder):
+        return
+    outer = os.path.realpath(folder)
+    for name, given in inputs.items():
+        for path in given if isinstance(given, (list, tuple)) else [given]:
+            if path is None or not os.path.exists(path):
+                continue
+            if os.path.commonpath([outer, os.path.realpath(path)]) == outer:
+                raise CliError(f"{option} {folder} holds the input {name} {path}, which "
+                               "replacing the run would delete; write the run elsewhere")
+
+
 def refuse_unwritable(path, option, inside=False):
     """A `CliError`, before any work, when `path` could not be created: the nearest
     folder above it that exists is a file, is read-only or is not writable by the user.

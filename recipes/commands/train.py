@@ -16,14 +16,17 @@ import click
 from recipes.context import pass_environment
 from recipes.errors import CliError
 from recipes.errors import one_line
+from recipes.multi_dataset import SAMPLINGS
+from recipes.multi_dataset import _check_stage_epochs
+from recipes.multi_dataset import resolve_per_train_options
 from recipes.options import COLUMN_FORMATS
 from recipes.options import FORMATS
 from recipes.options import FiniteFloatRange
 from recipes.options import FractionOrOff
-from recipes.options import KEEP_BEST_METRICS
-from recipes.options import MIXED_PRECISION_POLICIES
 from recipes.options import INPUT_FILE
+from recipes.options import KEEP_BEST_METRICS
 from recipes.options import MARGIN_FORMS
+from recipes.options import MIXED_PRECISION_POLICIES
 from recipes.options import OBJECTIVE
 from recipes.options import POOLINGS
 from recipes.options import POSITIVE_FLOAT
@@ -35,15 +38,13 @@ from recipes.options import faiss_option
 from recipes.options import identical_ids_option
 from recipes.options import text_column_options
 from recipes.options import unknown_ids_option
-from recipes.multi_dataset import SAMPLINGS
-from recipes.multi_dataset import _check_stage_epochs
-from recipes.multi_dataset import resolve_per_train_options
+from recipes.output_files import refuse_inputs_inside
+from recipes.output_files import refuse_unwritable
 from recipes.presets import RECIPES
 from recipes.presets import apply_recipe
+from recipes.reporting import RESULTS_FILE
 from recipes.retrieval_folders import retrieval_split
 from recipes.run_directory import CONFIG_FILE
-from recipes.reporting import RESULTS_FILE
-from recipes.output_files import refuse_unwritable
 from recipes.run_directory import RunDirectory
 
 # Options that say what to do with an existing run, not what the run is.
@@ -415,6 +416,9 @@ def train(ctx, env, **options):
     if options["train_retrieval"] is not None:
         _check_loss_takes_mined_rows(options)
     config = build_config(env.backend, options, tuning=env.tuning)
+    refuse_inputs_inside(config["output"], "--output", {
+        f"--{key.replace('_', '-')}": config.get(key)
+        for key in ("backbone", "train", "dev", "test", "train_retrieval", "dev_retrieval")})
     run_directory = RunDirectory(config["output"], overwrite=overwrite)
     if resume:
         run_directory.continue_replacing(config)
@@ -789,9 +793,11 @@ def build_config(backend, options, tuning=True):
         formats = config["format"]
         # The last --train's: a staged run's last stage trains on data like --dev's.
         config["eval_format"] = formats[-1] if isinstance(formats, list) else formats
-    backbone_dir = os.path.abspath(config["backbone"])
-    if os.path.isdir(backbone_dir):
-        config["backbone"] = backbone_dir
+    # A folder or a .keras file, as --output is, so that the recorded command
+    # repeats the run from anywhere; a preset name stays a name.
+    backbone_path = os.path.abspath(config["backbone"])
+    if os.path.exists(backbone_path):
+        config["backbone"] = backbone_path
     demo = config["train"] is None and config["train_retrieval"] is None
     files = {
         "train": DEMO_TRAIN if demo else config["train"],

@@ -4,6 +4,7 @@ import importlib
 import importlib.metadata
 import json
 import shlex
+import shutil
 
 import keras
 import numpy as np
@@ -514,3 +515,32 @@ def test_cosine_mse_refuses_scores_outside_0_to_5(cli, tiny_checkpoint, tmp_path
                  "cosine-mse", "--epochs", 1, "--output", tmp_path / "run")
     assert_one_line_error(result, "train.tsv", "1 row(s) score outside 0-5 (row 4: 99)")
     assert not (tmp_path / "run").exists()
+
+
+def test_overwrite_refuses_a_run_folder_that_holds_an_input(cli, trained_run, tiny_checkpoint,
+                                                            tmp_path):
+    # Replacing the run deleted the data inside it (a run's own mined.jsonl), or the
+    # starting model when it was the run itself.
+    run = tmp_path / "run"
+    shutil.copytree(trained_run["output"], run)
+    data = write_pair_tsv(run / "mydata.tsv", demo_rows("train")[:16])
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    for backbone, train, name in [(tiny_checkpoint, data, "--train"),
+                                  (run / "encoder.keras", trained_run["train"], "--backbone")]:
+        result = cli("train", "--backbone", backbone, "--train", train, "--epochs", 1,
+                     "--batch-size", 8, "--max-length", 16, "--output", run, "--overwrite")
+        assert_one_line_error(result, f"--output {run} holds the input {name}", "elsewhere")
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
+def test_a_relative_keras_file_backbone_is_recorded_absolute(cli, trained_run, tmp_path,
+                                                             monkeypatch):
+    # As a backbone folder is: the recorded command must repeat the run from anywhere.
+    monkeypatch.chdir(trained_run["output"].parent)
+    result = cli("train", "--backbone", "run/encoder.keras", "--train", trained_run["train"],
+                 "--epochs", 1, "--batch-size", 8, "--max-length", 16,
+                 "--output", tmp_path / "again")
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "again" / "config.json").read_text())
+    assert record["config"]["backbone"] == str(trained_run["output"] / "encoder.keras")
+    assert f"--backbone {trained_run['output'] / 'encoder.keras'}" in record["command"]
