@@ -55,6 +55,7 @@ def main(argv=None):
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         return 0
     from bench import harness, toggles
+    from bench.common import repeated
 
     if command not in harness.SUITE_FIGURES:
         raise SystemExit(f"unknown suite {command!r}: expected one of "
@@ -72,6 +73,8 @@ def main(argv=None):
     bad = [s for s in stacks if s not in ("peer", "tensorflow", "jax", "torch")]
     if bad:
         raise SystemExit(f"--stacks: unknown {bad}; expected peer, tensorflow, jax, torch")
+    if repeated(stacks):
+        p.error(f"--stacks: {repeated(stacks)[0]} is given twice")
     lines = harness.run(command, stacks, args.rounds, args.size, toggles.parse(args.toggle),
                         args.out)
     harness.report(args.out, run=lines[0]["run"])

@@ -20,10 +20,21 @@ def seed_list(text):
     import argparse
 
     try:
-        return [int(seed) for seed in text.split(",")]
+        seeds = [int(seed) for seed in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated integers, got {text!r}") from None
+    if repeated(seeds):
+        raise argparse.ArgumentTypeError(f"{repeated(seeds)[0]} is given twice in {text!r}")
+    return seeds
+
+
+def repeated(values):
+    """The values that occur more than once in `values`, in order. A run listed
+    twice (`--stacks peer,peer`, `--seeds 1,1`) would append two lines of one run,
+    which the reports then refuse, taking the file's earlier runs with them."""
+    seen = set()
+    return [value for value in values if value in seen or seen.add(value)]
 
 
 def peer_optimizer(model, lr, weight_decay, total_steps, warmup_steps):

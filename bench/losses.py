@@ -77,6 +77,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT  # noqa: E402
+from bench.common import repeated  # noqa: E402
 from bench.common import seed_list  # noqa: E402
 from bench.common import shared_data_dir  # noqa: E402
 from bench.peer_losses import JOINT_SPEC  # noqa: E402
@@ -350,6 +351,9 @@ def main():
     stacks = [s.strip() for s in args.stacks.split(",")]
     if set(stacks) - {"keras", "peer"}:
         p.error(f"--stacks: expected keras and/or peer, got {stacks}")
+    for option, values in (("--runs", runs), ("--stacks", stacks)):
+        if repeated(values):
+            p.error(f"{option}: {repeated(values)[0]} is given twice")
     seeds = args.seeds
 
     # The readers import Keras; PyTorch starts faster than TensorFlow, Keras' default. The

@@ -47,7 +47,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import REPO_ROOT, seed_list, shared_data_dir  # noqa: E402
+from bench.common import REPO_ROOT, repeated, seed_list, shared_data_dir  # noqa: E402
 from bench.common import run_logged as run  # noqa: E402
 from bench import harness  # noqa: E402
 # The figures kept per run: the columns of `keras-cosent evaluate`'s retrieval table.
@@ -276,7 +276,7 @@ def _commit(line):
 
 def check_once(lines):
     """Refuses a file in which one run (train set, test set, stack, variant, epochs,
-    seed, peer mining) appears twice, as when a command is rerun onto the same --out:
+    seed, and for the peer its mining) appears twice, as when a command is rerun onto the same --out:
     its means and pairs would count the run twice."""
     seen, tests = {}, {}
     for number, line in enumerate(lines, 1):
@@ -289,8 +289,12 @@ def check_once(lines):
                 f"lines {first[0]} and {number} train on {config['train']} but test on "
                 f"{first[1]} and {config.get('test')}; summarize each test set from a "
                 "file of its own")
+        # How the peer mined tells only its own lines apart (the variant names it
+        # too): keras and zero-shot lines recorded again by a run with the other
+        # --peer-mining are the same runs.
         key = (config["train"], config.get("test"), line["stack"], line.get("variant"),
-               config["epochs"], line.get("seed"), config.get("peer_mining"))
+               config["epochs"], line.get("seed"),
+               config.get("peer_mining") if line["stack"] == "peer" else None)
         if key in seen:
             raise SystemExit(
                 f"lines {seen[key]} and {number} are the same run ({line['stack']} "
@@ -357,14 +361,24 @@ def main():
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         p.error(f"unknown --variants {sorted(unknown)}; choose from {list(VARIANTS)}")
-    if args.peer_mining == "ours" and "peer" in runs and not (
-            "keras" in runs and "mined" in variants):
-        p.error("--peer-mining ours trains the peer on the keras 'mined' variant's rows; "
-                "add keras to --runs and mined to --variants")
+    for option, values in (("--runs", runs), ("--variants", variants)):
+        if repeated(values):
+            p.error(f"{option}: {repeated(values)[0]} is given twice")
     root = shared_data_dir() / "retrieval"
     for option in ("train", "test") + (() if args.dev.startswith("slice:") else ("dev",)):
         if not (root / getattr(args, option)).is_dir():
             p.error(f"--{option} {getattr(args, option)}: no folder {root / getattr(args, option)}")
+    tag = f"{args.train}-{args.backend}-e{args.epochs}-b{args.batch_size}"
+    if args.peer_mining == "ours" and "peer" in runs and not (
+            "keras" in runs and "mined" in variants):
+        # The keras runs of an earlier invocation (same --runs-dir) mined them.
+        missing = [seed for seed in args.seeds if args.runs_dir is None or not (
+            pathlib.Path(args.runs_dir) / f"{tag}-mined-s{seed}" / "mined.jsonl").is_file()]
+        if missing:
+            p.error(f"--peer-mining ours trains the peer on the keras 'mined' variant's rows, "
+                    f"and --runs-dir {args.runs_dir} has none for seed {missing[0]}: run that "
+                    "variant first into the same --runs-dir, or add keras to --runs and mined "
+                    "to --variants")
     runs_dir = pathlib.Path(args.runs_dir or tempfile.mkdtemp(prefix="keras-cosent-retrieval-"))
     runs_dir.mkdir(parents=True, exist_ok=True)
     folders = {"train": root / args.train, "test": root / args.test}
@@ -410,7 +424,6 @@ def main():
                                       runs_dir / f"{prefix}-{name}.json", log))
                 for name, (folder, split) in transfer.items()}
 
-    tag = f"{args.train}-{args.backend}-e{args.epochs}-b{args.batch_size}"
     with open(runs_dir / "retrieval.log", "a", encoding="utf-8") as log:
         if "zero-shot" in runs:
             result = evaluate("all-MiniLM-L6-v2", folders["test"], args.test_split, args.backend,

@@ -35,6 +35,11 @@ def _bench(tmp_path, *args):
     (["-m", "bench", "retrieval", "--peer-mining", "ours", "--runs", "peer"],
      "--peer-mining ours trains the peer on the keras 'mined' variant's rows"),
     (["-m", "bench", "losses", "--seeds", "x"], "argument --seeds: expected comma-separated"),
+    # A run listed twice appended two lines of it, which the reports then refused
+    # along with the file's earlier runs.
+    (["-m", "bench", "retrieval", "--seeds", "1,1"], "argument --seeds: 1 is given twice"),
+    (["-m", "bench", "retrieval", "--variants", "mined,mined"], "--variants: mined is given twice"),
+    (["-m", "bench", "losses", "--stacks", "peer,peer"], "--stacks: peer is given twice"),
     (["-m", "bench", "quality", "--runs", "jax,foo"],
      "--runs 'foo': expected peer, a backend (tensorflow, jax, torch) or backend:loss"),
     (["bench/esimcse.py", "--runs", "simcse,foo"], "unknown --runs ['foo']"),

@@ -209,3 +209,15 @@ def test_a_second_test_set_for_one_train_set_is_refused():
                                          "None and sts-b-zh-test"):
         retrieval.summary(lines + other)
     assert retrieval.summary(other)
+
+
+def test_a_keras_run_recorded_again_under_the_other_peer_mining_is_refused():
+    # Keras and zero-shot runs do not depend on how the peer mines: recorded again by
+    # a --peer-mining ours invocation, they were averaged in twice (seeds "1,2,1,2").
+    lines = [_line("keras-torch", 1, [10.0]), _line("peer", 1, [5.0]),
+             _line("keras-torch", 1, [10.0], mining="ours")]
+    with pytest.raises(SystemExit, match="lines 1 and 3 are the same run"):
+        retrieval.check_once(lines)
+    # The peer's two minings are two runs.
+    retrieval.check_once(lines[:2] + [_line("peer", 1, [6.0], mining="ours",
+                                            variant="on-keras-rows")])
