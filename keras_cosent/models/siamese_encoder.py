@@ -123,13 +123,17 @@ class SiameseEncoder(keras.Model):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         trackers = getattr(self, "term_trackers", ())
         if trackers:
-            # Weighted as the loss is, so that the weighted terms sum to it.
+            # Sample weights as the loss takes them, so that the weighted terms
+            # sum to it.
             weight = None if sample_weight is None else distributed.gather_global(sample_weight)
             values = distributed.replica_value(lambda: self.loss.terms(
                 distributed.gather_global(y), distributed.gather_global(y_pred), weight
             ))
+            # Keras averages `loss` over batches weighted by their rows; so are
+            # the terms, or a smaller last batch left them off the total.
+            rows = ops.shape(next(i for i in keras.tree.flatten(x) if i is not None))[0]
             for tracker, name in zip(trackers, self.loss.names):
-                tracker.update_state(values[name])
+                tracker.update_state(values[name], sample_weight=rows)
         return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def build(self, input_shape=None):

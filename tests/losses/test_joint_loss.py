@@ -165,6 +165,29 @@ def test_siamese_encoder_logs_terms_weighted_as_the_loss():
                                rtol=1e-5)
 
 
+def test_the_logged_terms_add_up_to_the_loss_when_the_last_batch_is_smaller():
+    # Keras averages `loss` over batches weighted by their rows; the terms were plain
+    # means of the batches, so a last batch of 1 row of 5 left them off the total.
+    from tests.models.conftest import make_tiny_encoder
+
+    rng = np.random.default_rng(2)
+    x = {"token_ids": rng.integers(5, 20, size=(5, 2, 5)).astype("int32"),
+         "padding_mask": np.ones((5, 2, 5), bool),
+         "segment_ids": np.zeros((5, 2, 5), "int32")}
+    scores = np.array([4.0, 1.0, 5.0, 3.0, 0.5], "float32")
+    model = keras_cosent.models.SiameseEncoder(make_tiny_encoder(num_layers=1))
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss=_loss())
+    logs = model.evaluate(x, scores, batch_size=2, verbose=0, return_dict=True)
+    embeddings = np.asarray(keras.ops.convert_to_numpy(model.predict(x, verbose=0)))
+    batches = [slice(0, 2), slice(2, 4), slice(4, 5)]
+    for name in ("infonce", "cosent"):
+        per_batch = [float(_loss().terms(scores[b], embeddings[b])[name]) for b in batches]
+        np.testing.assert_allclose(logs[f"loss_{name}"], np.average(per_batch, weights=[2, 2, 1]),
+                                   rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(logs["loss"], logs["loss_infonce"] + 0.5 * logs["loss_cosent"],
+                               rtol=1e-5)
+
+
 def test_docstring_example_runs():
     import doctest
 
