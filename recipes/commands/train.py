@@ -416,6 +416,7 @@ def train(ctx, env, **options):
     if options["train_retrieval"] is not None:
         _check_loss_takes_mined_rows(options)
     config = build_config(env.backend, options, tuning=env.tuning)
+    _check_torchrun_processes(env.backend, config.get("devices", 1))
     refuse_inputs_inside(config["output"], "--output", {
         f"--{key.replace('_', '-')}": config.get(key)
         for key in ("backbone", "train", "dev", "test", "train_retrieval", "dev_retrieval")})
@@ -706,6 +707,17 @@ def _check_loss_takes_mined_rows(options):
         f"({hint})",
         param_hint="--loss",
     )
+
+
+def _check_torchrun_processes(backend, devices):
+    """A `CliError` when torchrun started another number of processes than
+    `--devices`, before any of them touches the run directory: with the default
+    `--devices 1` every process took itself for the only one and they raced for
+    the backup, one ending in a false "interrupted run" and leaving it behind."""
+    world = os.environ.get("WORLD_SIZE", "")
+    if backend == "torch" and world.isdigit() and int(world) != devices:
+        raise CliError(f"--devices {devices}, but torchrun started {world} processes; pass "
+                       f"--devices {world} (one process per device)")
 
 
 def _is_other_rank(config):

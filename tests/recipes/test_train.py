@@ -508,6 +508,19 @@ def test_resume_of_a_torchrun_run_is_refused(cli, small_train, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.skipif(keras.backend.backend() != "torch", reason="torchrun runs PyTorch")
+def test_torchrun_processes_other_than_devices_are_refused_before_the_run_folder(
+        cli, small_train, tmp_path, monkeypatch):
+    # With the default --devices 1 every torchrun process took itself for the only
+    # one: they raced for the backup, one said "interrupted run", and the leftover
+    # .run.resume blocked the right command afterwards.
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    result = cli("train", "--train", small_train, "--output", tmp_path / "run")
+    assert_one_line_error(result, "--devices 1, but torchrun started 2 processes",
+                          "pass --devices 2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [small_train.name]
+
+
 def test_cosine_mse_refuses_scores_outside_0_to_5(cli, tiny_checkpoint, tmp_path):
     rows = [(a, b, 99.0 if i == 3 else s) for i, (a, b, s) in enumerate(demo_rows("train")[:16])]
     train = write_pair_tsv(tmp_path / "train.tsv", rows)
