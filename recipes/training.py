@@ -460,12 +460,23 @@ def train_encoder(config, directory, env, backup_dir):
         return _train_encoder(config, directory, env, backup_dir)
 
 
-def check_full_batches(train, batch_size, devices):
+def check_full_batches(train, batch_size, devices, objective=None, data_format=None):
     """Raises a `CliError` if several devices, which drop the last partial batch,
-    would be left no batch of `train` at all."""
-    if devices > 1 and len(train) < batch_size:
+    would be left no batch of `train` at all: of the rows `objective` (a name or
+    an `Objective`) keeps, such as InfoNCE's pairs scored above its threshold."""
+    if devices == 1:
+        return
+    rows, kept = len(train), ""
+    if objective is not None:
+        try:
+            rows = len(get_objective(objective).prepare(train, data_format))
+        except ValueError:
+            return  # `build` reports the rows the objective cannot take
+        if rows != len(train):
+            kept = f" that {get_objective(objective).name} keeps of the {len(train)}"
+    if rows < batch_size:
         raise CliError(
-            f"--batch-size {batch_size} is more than the {len(train)} training rows of "
+            f"--batch-size {batch_size} is more than the {rows} training rows{kept} of "
             f"{train.source}: with --devices {devices} every batch is full (the last partial "
             "one is dropped), so none would be left; lower --batch-size"
         )
@@ -484,7 +495,7 @@ def _train_encoder(config, directory, env, backup_dir):
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
                                                 config["backbone"])
         devices = config.get("devices", 1)
-        check_full_batches(train, config["batch_size"], devices)
+        check_full_batches(train, config["batch_size"], devices, config["loss"], train_format)
         if multi_dataset.is_multi(config):
             setup = multi_dataset.build_setup(config, encoder, train, matryoshka_dims)
         else:

@@ -495,6 +495,15 @@ def test_a_batch_beyond_the_rows_on_several_devices_is_a_cli_error(small_train):
                                        rf"training rows of .*{small_train.name}: with --devices "
                                        r"2 every batch is full"):
         check_full_batches(train, rows + 8, devices=2)
+    # InfoNCE keeps the pairs scored above its threshold: a batch between the two
+    # counts passed this check and failed in the builder with a traceback.
+    kept = int((train.labels > 2.5).sum())
+    assert 0 < kept < rows
+    check_full_batches(train, kept, devices=2, objective="infonce", data_format="pair-tsv")
+    with pytest.raises(CliError, match=rf"--batch-size {kept + 1} is more than the {kept} "
+                                       rf"training rows that infonce keeps of the {rows} "):
+        check_full_batches(train, kept + 1, devices=2, objective="infonce",
+                           data_format="pair-tsv")
 
 
 @pytest.mark.skipif(keras.backend.backend() != "torch",
