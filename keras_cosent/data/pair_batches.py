@@ -289,13 +289,14 @@ class PairBatches(keras.utils.PyDataset):
             self._vary_leading_lengths(batches, epoch)
         return batches
 
-    def _batch_length(self, rows, epoch=None):
-        """Padded length of the batch made of `rows` in `epoch`, as `__getitem__` pads it."""
+    def _batch_length(self, rows, epoch=None, multiple=None):
+        """Padded length of the batch made of `rows` in `epoch`, as `__getitem__` pads
+        it (or to another `multiple`)."""
         if self.word_repetition is None:
             longest = self._row_lengths[rows].max()
         else:
             longest = max(len(s) for s in self._batch_sequences(rows, epoch))
-        return padded_length(longest, self.pad_to_multiple_of, self.max_length)
+        return padded_length(longest, multiple or self.pad_to_multiple_of, self.max_length)
 
     def _batch_sequences(self, rows, epoch=None):
         """The token sequences of `rows`, row-major, column 1 repeated when asked."""
@@ -321,14 +322,20 @@ class PairBatches(keras.utils.PyDataset):
         first two batches: if both pad to the same length, that length becomes
         static and the first longer batch fails inside `fit`. Swapping one batch
         into second place changes only the batch order, not what is in a batch.
+
+        Lengths are compared rounded to a multiple of 8 (and of
+        `pad_to_multiple_of`) on every backend: compared as each pads (8 on
+        TensorFlow and JAX, 1 on PyTorch), PyTorch swapped in other epochs and
+        trained the same seed in another batch order.
         """
         if len(batches) < 3:
             return
-        first = self._batch_length(batches[0], epoch)
-        if self._batch_length(batches[1], epoch) != first:
+        multiple = math.lcm(8, self.pad_to_multiple_of)
+        first = self._batch_length(batches[0], epoch, multiple)
+        if self._batch_length(batches[1], epoch, multiple) != first:
             return
         for j in range(2, len(batches)):
-            if self._batch_length(batches[j], epoch) != first:
+            if self._batch_length(batches[j], epoch, multiple) != first:
                 batches[1], batches[j] = batches[j], batches[1]
                 return
 

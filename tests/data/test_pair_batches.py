@@ -384,6 +384,24 @@ def test_first_two_batches_differ_in_length_when_the_epoch_has_several():
     assert sorted(np.concatenate(batches._batches).tolist()) == list(range(40))
 
 
+def test_the_batch_order_does_not_depend_on_the_padding_multiple():
+    # PyTorch pads to the longest row, JAX and TensorFlow to a multiple of 8: the
+    # swap that keeps TensorFlow's first two lengths apart compared lengths as each
+    # pads, so the same seed trained PyTorch in another batch order.
+    rng = np.random.default_rng(0)
+    texts = [" ".join(f"w{i}_{k}" for k in range(int(n))) for i, n in
+             enumerate(rng.integers(1, 12, size=96))]
+    ds = PairDataset([texts, texts[::-1]], np.zeros(96, "float32"), "mixed lengths")
+    plans = {multiple: PairBatches(ds, tokenize, batch_size=8, seed=3, pad_to_multiple_of=multiple)
+             for multiple in (1, 8)}
+    for epoch in range(12):
+        exact, rounded = (plans[m]._plan_epoch(epoch) for m in (1, 8))
+        assert [b.tolist() for b in exact] == [b.tolist() for b in rounded]
+        # And TensorFlow's first two batches still pad to different lengths.
+        lengths = [plans[8]._batch_length(b) for b in rounded]
+        assert lengths[0] != lengths[1] or len(set(lengths)) == 1
+
+
 def test_fit_accepts_a_longer_batch_after_two_equal_ones():
     # Keras infers a PyDataset's TensorFlow signature from its first two batches.
     batches = PairBatches(_short_then_long_dataset(), tokenize, batch_size=8, shuffle=False)
