@@ -40,7 +40,8 @@ def resolve_checkpoint(model, option="MODEL"):
     try:
         return encoder_loading.resolve_checkpoint(model)
     except FileNotFoundError as error:
-        raise CliError(one_line(error)) from error
+        # The library names the argument MODEL, which `train` calls --backbone.
+        raise CliError(f"{option} {model!r}: no such directory or .keras file") from error
 
 
 def encoder_or_saved_path(model):

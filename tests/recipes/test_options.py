@@ -41,5 +41,8 @@ def test_directories_files_and_preset_names(tmp_path):
     assert resolve_checkpoint("bert_tiny_en_uncased") == "bert_tiny_en_uncased"
     with pytest.raises(CliError, match="no such directory"):
         resolve_checkpoint(str(tmp_path / "missing"))
+    # Named as the command names it: `train` has no MODEL.
+    with pytest.raises(CliError, match=r"^--backbone '.*missing': no such directory"):
+        resolve_checkpoint(str(tmp_path / "missing"), "--backbone")
     with pytest.raises(CliError, match="is a file"):
         resolve_checkpoint(str(tmp_path / "run" / "encoder.keras"))
