@@ -453,8 +453,10 @@ def train(ctx, env, **options):
             write_config(staging / CONFIG_FILE, config, command_line(ctx, config))
     except BaseException as error:
         # Kept only when there is something to resume: at least one saved epoch
-        # of a run that is not --staged (whose stages are separate fits).
-        if config.get("staged") or not run_directory.has_saved_epoch():
+        # of a run that is not --staged (whose stages are separate fits) nor
+        # torchrun's on several processes (which --resume refuses).
+        torchrun = env.backend == "torch" and config.get("devices", 1) > 1
+        if config.get("staged") or torchrun or not run_directory.has_saved_epoch():
             run_directory.remove_backup()
         elif isinstance(error, KeyboardInterrupt):
             env.note(f"interrupted; the last finished epoch is kept in {backup}: the same "
