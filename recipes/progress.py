@@ -72,6 +72,11 @@ def to_stderr():
             yield
     finally:
         _tracking.remove(tracking)
+        if tracking.line_open:
+            # Left by a bar that Ctrl-C or an error stopped: what is said of
+            # it next (outside this context) starts a line of its own.
+            tracking.write("\n")
+            tracking.flush()
 
 
 def end_open_line():

@@ -37,3 +37,18 @@ def test_nothing_is_added_where_no_bar_is_open(capsys):
         print("a line")
         Environment().note("a note")
     assert capsys.readouterr().err == "a line\na note\n"
+
+
+def test_a_note_after_an_interrupted_bar_starts_its_own_line(capsys):
+    # train says "interrupted; ..." after leaving the context: it ran on after the
+    # bar's "loss: 1.8981".
+    try:
+        with to_stderr():
+            bar = keras.utils.Progbar(3, interval=0)
+            bar.update(1, values=[("loss", 1.8981)])
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        Environment().note("interrupted; the last finished epoch is kept")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == "interrupted; the last finished epoch is kept"
+    assert "loss: 1.8981" in lines[-2]
