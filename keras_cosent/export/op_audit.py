@@ -263,7 +263,8 @@ def format_audit(report):
             f"version ({text['tf_serving_bundles']} in the TF Serving source checked); a server "
             "whose bundled tf-text predates an op fails to load the model with "
             "\"Op type not registered\" (every signature, since the whole graph is "
-            "refused); for such servers export with `string_signatures=False`."
+            "refused); for such servers export with `string_signatures=False` "
+            "(`keras-cosent export --no-string-signatures`)."
         )
     else:
         lines.append("TensorFlow Text: not needed.")
