@@ -143,6 +143,12 @@ class MomentumContrastModel(SiameseEncoder):
             weight.assign(np.array(ops.convert_to_numpy(variable.value), copy=True))
             momentum_weights.append(weight)
         self.momentum_weights = momentum_weights
+        # Where each copied weight sits in `encoder.variables`, whose order a
+        # layer's `trainable` does not change: pairing the copies with the
+        # current `trainable_variables` broke (a shape error) once a layer was
+        # frozen or unfrozen after this model was built.
+        position = {id(variable): i for i, variable in enumerate(encoder.variables)}
+        self._momentum_sources = tuple(position[id(v)] for v in encoder.trainable_variables)
         self.queue = self.add_weight(
             shape=(self.queue_size, encoder.embedding_dim), dtype="float32",
             initializer="zeros", trainable=False, autocast=False, name="queue",
@@ -184,15 +190,18 @@ class MomentumContrastModel(SiameseEncoder):
     def _momentum_keys(self, x):
         """EMA step of the momentum weights, then their embeddings of column 1 (no gradient)."""
         mu = self.momentum
+        variables = self.encoder.variables
+        sources = [variables[i] for i in self._momentum_sources]
         values = []
-        for weight, variable in zip(self.momentum_weights, self.encoder.trainable_variables):
+        for weight, variable in zip(self.momentum_weights, sources):
             value = mu * weight.value + (1.0 - mu) * ops.stop_gradient(
                 ops.cast(variable.value, weight.dtype)
             )
             weight.assign(value)
             values.append(value)
-        mapping = list(zip(self.encoder.trainable_variables, values))
-        mapping += [(v, v.value) for v in self.encoder.non_trainable_variables]
+        mapping = list(zip(sources, values))
+        copied = set(self._momentum_sources)
+        mapping += [(v, v.value) for i, v in enumerate(variables) if i not in copied]
         packed = "pack_ids" in x
         # A padded batch gives the positives' column alone; packed rows mix the
         # columns, so the whole batch is embedded and column 1 kept.

@@ -217,3 +217,28 @@ def test_docstring_example_runs():
 
     result = doctest.testmod(momentum_contrast_model, verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_layer_frozen_after_the_model_was_built_trains_as_one_frozen_before():
+    # The momentum copies were paired with the encoder's current trainable weights:
+    # one fewer after freezing, and the step failed with a shape error.
+    def frozen_model(freeze_first):
+        encoder = make_tiny_encoder(num_layers=1)
+        layer = encoder.backbone.get_layer("token_embedding")
+        if freeze_first:
+            layer.trainable = False
+        model = MomentumContrastModel(encoder, 5, momentum=0.8)
+        layer.trainable = False
+        model.compile(optimizer=keras.optimizers.SGD(0.5),
+                      loss=keras_cosent.losses.InfoNCELoss(mask_false_negatives=True),
+                      run_eagerly=keras.backend.backend() != "jax")
+        return model
+
+    after, before = frozen_model(False), frozen_model(True)
+    for step in range(2):
+        losses = [float(model.train_on_batch(_batch(4, step), np.arange(4)))
+                  for model in (after, before)]
+        np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+    np.testing.assert_allclose(_numpy(after.queue), _numpy(before.queue), rtol=1e-5, atol=1e-6)
+    for a, b in zip(after.encoder.variables, before.encoder.variables):
+        np.testing.assert_allclose(_numpy(a), _numpy(b), rtol=1e-5, atol=1e-6)
