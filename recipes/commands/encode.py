@@ -53,9 +53,11 @@ def encode(env, model, input, output, batch_size, max_length, truncate_dim):
     """Embed the sentences of INPUT (one per line; - reads stdin) with MODEL."""
     refuse_input(output, "--output", input, model)
     refuse_unwritable(output, "--output")
+    # First: read_sentences imports keras_cosent, whose TensorFlow would log while
+    # loading unless activate_backend imports it quietly.
+    env.activate_backend()
     with click.open_file(input, "rb") as stream:
         sentences = read_sentences(stream, "stdin" if input == "-" else input)
-    env.activate_backend()
     import numpy as np
 
     from recipes.model_loading import load_encoder

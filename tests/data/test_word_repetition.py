@@ -118,10 +118,12 @@ def test_pair_batches_repeat_the_positive_column_only(packing):
                            pad_to_multiple_of=1, packing=packing, word_repetition=0.5)
     tokens = _tokenize(dataset.columns[0])
     index = {tuple(t): i for i, t in enumerate(tokens)}
+    # The same batches of rows; their order may differ, as the swap that keeps
+    # TensorFlow's first two batch lengths apart sees the repeated lengths.
+    assert sorted(map(tuple, repeated._batches)) == sorted(map(tuple, plain._batches))
     differ = 0
     for b in range(len(repeated)):
         rows = repeated._batches[b]
-        np.testing.assert_array_equal(rows, plain._batches[b])
         sequences = repeated._batch_sequences(rows)
         for r in range(len(rows)):
             anchor, positive = sequences[2 * r], sequences[2 * r + 1]
