@@ -469,11 +469,12 @@ def check_full_batches(train, batch_size, devices, objective=None, data_format=N
     rows, kept = len(train), ""
     if objective is not None:
         try:
-            rows = len(get_objective(objective).prepare(train, data_format))
+            objective = get_objective(objective)
+            rows = len(objective.prepare(train, data_format))
         except ValueError:
-            return  # `build` reports the rows the objective cannot take
+            return  # `build` reports the objective or the rows it cannot take
         if rows != len(train):
-            kept = f" that {get_objective(objective).name} keeps of the {len(train)}"
+            kept = f" that {objective.name} keeps of the {len(train)}"
     if rows < batch_size:
         raise CliError(
             f"--batch-size {batch_size} is more than the {rows} training rows{kept} of "
