@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.utils.arguments import is_int
 
 
 @keras_cosent_export
@@ -54,18 +55,18 @@ class SoftmaxClassifierHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 2:
+        if not is_int(num_labels) or num_labels < 2:
             raise ValueError(
                 "`num_labels` should be an int >= 2. "
                 f"Received: `num_labels`={num_labels!r}"
             )
         # === Config ===
-        self.num_labels = num_labels
+        self.num_labels = int(num_labels)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         # === Layers ===
         self.dense = keras.layers.Dense(
-            num_labels,
+            self.num_labels,
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
             dtype=self.dtype_policy,

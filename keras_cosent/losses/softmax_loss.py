@@ -9,17 +9,18 @@ from keras import ops
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.losses._validation import LabelsCheckedLoss
 from keras_cosent.losses._validation import flat_labels
+from keras_cosent.utils.arguments import is_int
 
 
 def _check_num_labels(num_labels):
     if num_labels is None:
         return None
-    if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 2:
+    if not is_int(num_labels) or num_labels < 2:
         raise ValueError(
             "`num_labels` should be None or an int >= 2. "
             f"Received: `num_labels`={num_labels!r}"
         )
-    return num_labels
+    return int(num_labels)  # a NumPy integer (`np.unique(...).size`) stored as an int
 
 
 def softmax_loss(y_true, y_pred, num_labels=None):

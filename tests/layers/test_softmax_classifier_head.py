@@ -1,5 +1,6 @@
 """SoftmaxClassifierHead: logits of concat(u, v, |u - v|), config and saving."""
 
+import json
 import re
 
 import keras
@@ -34,6 +35,13 @@ def test_output_shape_and_bad_input_shape():
 def test_bad_num_labels_is_rejected_with_its_value(num_labels):
     with pytest.raises(ValueError, match=re.escape(f"`num_labels`={num_labels!r}")):
         SoftmaxClassifierHead(num_labels=num_labels)
+
+
+def test_a_numpy_integer_num_labels_is_taken_as_an_int():
+    head = SoftmaxClassifierHead(num_labels=np.int64(3))
+    assert type(head.num_labels) is int
+    assert head(np.zeros((2, 2, 8), "float32")).shape == (2, 3)
+    json.dumps(head.get_config())  # a NumPy integer in the config would not serialize
 
 
 def test_config_round_trip():

@@ -1,5 +1,6 @@
 """SoftmaxLoss against a float64 log-softmax loop, trained through SoftmaxClassifierHead."""
 
+import json
 import math
 import re
 
@@ -64,6 +65,13 @@ def test_num_labels_mismatch_is_reported():
 def test_bad_num_labels_is_rejected_with_its_value(num_labels):
     with pytest.raises(ValueError, match=re.escape(f"`num_labels`={num_labels!r}")):
         SoftmaxLoss(num_labels=num_labels)
+
+
+def test_a_numpy_integer_num_labels_is_taken_as_an_int():
+    # `np.unique(labels).size` is a NumPy integer; the config must stay JSON.
+    loss = helpers.check_serialization(SoftmaxLoss(num_labels=np.int64(3)))
+    assert loss.num_labels == 3 and type(loss.num_labels) is int
+    assert json.dumps(SoftmaxLoss(num_labels=np.int64(3)).get_config())
 
 
 def test_serialization_round_trip():
