@@ -74,11 +74,20 @@ __all__ = [
 def get(name):
     """Returns the loss class of the training objective `name` (see `NAMES`).
 
+    The class only: the arguments that `keras_cosent.training.build` fixes for
+    the objective are yours to pass. `batch-hard-triplet` is
+    `TripletLoss(mining="batch_hard")` (a bare `TripletLoss()` scores given
+    triplets); `infonce` and `simcse` train with `mask_false_negatives=True`;
+    `cosine-mse` takes `min_score`/`max_score` and `sbert-softmax` takes
+    `num_labels` from the training data.
+
     Example:
 
     >>> import keras_cosent
     >>> keras_cosent.losses.get("simcse")(temperature=0.05).temperature
     0.05
+    >>> keras_cosent.losses.get("batch-hard-triplet")(mining="batch_hard").mining
+    'batch_hard'
     """
     from keras_cosent.training.objectives import OBJECTIVES
 
