@@ -241,6 +241,17 @@ def build(
         )
     if mini_batch_size is not None:
         mini_batch_size = check_mini_batch_size(mini_batch_size)
+        if mini_batch_size > batch_size // replicas:
+            # Most likely the two sizes swapped: no batch would be split, and each
+            # step would pay GradCache's second forward pass for nothing.
+            per_device = f" per device ({replicas} devices)" if replicas > 1 else ""
+            raise ValueError(
+                f"`mini_batch_size`={mini_batch_size} is larger than the "
+                f"{batch_size // replicas} rows of a batch{per_device} "
+                f"(`batch_size`={batch_size}): it would embed every batch in one "
+                "pass, for a second forward pass. Use a smaller `mini_batch_size`, "
+                "or leave it None."
+            )
         if objective.wrap_model is not None:
             raise ValueError(
                 f"`mini_batch_size` caches the gradient of a loss on the embeddings, and "

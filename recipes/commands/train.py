@@ -388,6 +388,16 @@ def train(ctx, env, **options):
             f"{options['batch_size']} does not split over --devices {devices}; use a "
             f"multiple of {devices}", param_hint="--batch-size",
         )
+    mini_batch_size = options.get("mini_batch_size")
+    if mini_batch_size is not None and mini_batch_size > options["batch_size"] // devices:
+        rows = (f"the {options['batch_size'] // devices} rows per device of --batch-size "
+                f"{options['batch_size']} over --devices {devices}" if devices > 1
+                else f"--batch-size {options['batch_size']}")
+        raise click.BadParameter(
+            f"{mini_batch_size} is larger than {rows}: every batch would be embedded in one "
+            "pass, for a second forward pass; use a smaller value or leave it out",
+            param_hint="--mini-batch-size",
+        )
     check_head_objectives(options, losses, get_objective)
     for name, what in (("scale", "the scale of CoSENT, AnglE and logistic margin ranking"),
                        ("temperature", "the temperature of InfoNCE, SimCSE, NT-Xent and "

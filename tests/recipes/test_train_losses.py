@@ -301,3 +301,20 @@ def test_mini_batch_size_trains_cached_batches_recorded_and_replayed(
     assert words[words.index("--mini-batch-size") + 1] == "3"
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert np.isfinite(metrics[0]["loss"])
+
+
+@pytest.mark.parametrize("devices, message", [
+    (1, "Invalid value for --mini-batch-size: 16 is larger than --batch-size 8: every batch "
+        "would be embedded in one pass"),
+    (2, "Invalid value for --mini-batch-size: 16 is larger than the 4 rows per device of "
+        "--batch-size 8 over --devices 2: every batch"),
+])
+def test_a_mini_batch_larger_than_the_batch_is_refused_before_training(
+        cli, tiny_checkpoint, small_train, tmp_path, devices, message):
+    # The sizes swapped, most likely: refused in one line, nothing written.
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+                 "--loss", "infonce", "--batch-size", 8, "--max-length", 16,
+                 "--mini-batch-size", 16, "--devices", devices, "--output", tmp_path / "run")
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert "Traceback" not in result.output and not (tmp_path / "run").exists()

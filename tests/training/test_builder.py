@@ -111,6 +111,16 @@ def test_objectives_that_compare_rows_refuse_a_batch_of_one(objective):
         build(tiny_encoder(), pairs(), objective, batch_size=1)
 
 
+def test_a_mini_batch_larger_than_the_batch_is_refused():
+    # Most likely the two sizes swapped: GradCache would split nothing and pay its
+    # second forward pass on every step.
+    with pytest.raises(ValueError, match=r"`mini_batch_size`=8 is larger than the 4 rows of a "
+                                         r"batch \(`batch_size`=4\)"):
+        build(tiny_encoder(), pairs(), "cosent", batch_size=4, mini_batch_size=8)
+    setup = build(tiny_encoder(), pairs(), "cosent", batch_size=4, mini_batch_size=4)
+    assert isinstance(setup.model, keras_cosent.models.CachedSiameseEncoder)
+
+
 def test_a_dataset_that_cannot_fill_a_batch_to_learn_from_is_refused():
     one = PairDataset([["a cat sat"], ["a dog"]], np.array([4.0], "float32"), source="one.tsv")
     # A DataFormatError naming the file: the CLI says it in one line.
