@@ -8,6 +8,8 @@ module under `recipes/commands/`. Nothing imported here imports keras, so that
 """
 
 import contextlib
+import gc
+import os
 import signal
 import sys
 import threading
@@ -45,26 +47,52 @@ def _warnings_shown_as_lines(show):
     return show_warning
 
 
+def _in_finalizer(frame):
+    """Whether `frame` runs inside a garbage-collection callback or a `__del__`:
+    Python prints an exception raised there and drops it (JAX registers a gc
+    callback, so a signal often lands in one)."""
+    callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextlib.contextmanager
 def _terminate_as_interrupt():
     """SIGTERM (`timeout`, `docker stop`, a cancelled CI job) handled as Ctrl-C is:
     the command's clean-up runs (partial outputs removed, an export worker
     stopped), then the process exits with 143. Yields a list that holds the
-    signal once one came."""
+    signal once one came.
+
+    Either signal that lands in a garbage-collection callback or a finalizer is
+    handed again a moment later: the KeyboardInterrupt raised there would be
+    dropped, and the run would go on to its end."""
     terminated = []
     if threading.current_thread() is not threading.main_thread():
         yield terminated
         return
 
     def interrupt(signum, frame):
-        terminated.append(signum)
+        if _in_finalizer(frame):
+            again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
+            return
+        if signum == signal.SIGTERM:
+            terminated.append(signum)
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        # Ctrl-C keeps Python's meaning (an ignored SIGINT stays ignored).
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
     try:
         yield terminated
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class KerasCosentGroup(click.Group):
