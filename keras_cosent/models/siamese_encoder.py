@@ -74,6 +74,9 @@ class SiameseEncoder(keras.Model):
             )
         super().__init__(**kwargs)
         self.encoder = encoder
+        # Built with its encoder, before any call: Keras' BackupAndRestore restores
+        # into a built model only, and TensorFlow's fit calls no model first.
+        self.built = bool(encoder.built)
 
     def compile(self, *args, jit_compile="auto", **kwargs):
         """`keras.Model.compile`, with XLA on for TensorFlow even on CPU.

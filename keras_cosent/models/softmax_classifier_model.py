@@ -84,6 +84,8 @@ class SoftmaxClassifierModel(keras.Model):
         embedding_dim = getattr(self.encoder, "embedding_dim", None)
         if not self.head.built and embedding_dim is not None:
             self.head.build((None, 2, embedding_dim))
+        if self.head.built and self.siamese.built:
+            self.built = True  # for Keras' BackupAndRestore, as SiameseEncoder
         distributed.prepare_model(self)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

@@ -195,3 +195,32 @@ def test_embeddings_are_float32_whatever_a_custom_encoder_returns():
             ops.convert_to_numpy(ops.cast(encoder(flat), "float32")))
     finally:
         keras.config.set_dtype_policy(policy)
+
+
+@pytest.mark.parametrize("head", [False, True])
+def test_keras_backup_and_restore_resumes_a_wrapper_fit(tmp_path, head):
+    # Keras' own BackupAndRestore restores into a built model only; TensorFlow's
+    # fit calls the model after the callbacks' on_train_begin, so the wrapper is
+    # built with its encoder (and the classifier with its head, at compile).
+    x = _batch(make_tiny_encoder(num_layers=1), [row[:2] for row in PAIRS])
+    y = np.array([2, 0, 1, 0] if head else [5.0, 3.0, 4.0, 1.0], "float32")
+
+    def fit(epochs):
+        model = SiameseEncoder(make_tiny_encoder(num_layers=1))
+        loss = cosent_loss
+        if head:
+            model = keras_cosent.models.SoftmaxClassifierModel(model, num_labels=3)
+            loss = keras_cosent.losses.SoftmaxLoss()
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss)
+        history = model.fit(x, y, batch_size=4, epochs=epochs, verbose=0, callbacks=[
+            keras.callbacks.BackupAndRestore(tmp_path / "backup", delete_checkpoint=False)])
+        return model, history.epoch
+
+    first, first_epochs = fit(1)
+    # A fresh model restores epoch 1 (its trained weights) and has nothing left to fit.
+    second, second_epochs = fit(1)
+    assert first_epochs == [0] and second_epochs == []
+    assert len(first.weights) == len(second.weights)
+    for trained, restored in zip(first.weights, second.weights):
+        np.testing.assert_array_equal(ops.convert_to_numpy(restored),
+                                      ops.convert_to_numpy(trained))
