@@ -82,7 +82,13 @@ def pair_cosine(y_pred):
             )
         a = l2_normalize(y_pred[:, 0, :])
         b = l2_normalize(y_pred[:, 1, :])
-        return ops.sum(a * b, axis=-1)
+        cosine = ops.sum(a * b, axis=-1)
+        # Two equal embeddings (one sentence on both sides) score exactly 1: a.a
+        # rounds to either side of 1, by backend, and the ranks of such pairs,
+        # ties in truth, varied with it. (A zero embedding keeps its 0.)
+        same = ops.logical_and(ops.all(ops.equal(a, b), axis=-1),
+                               ops.any(ops.not_equal(a, 0.0), axis=-1))
+        return ops.where(same, ops.ones_like(cosine), cosine)
     raise ValueError(
         "Expected `y_pred` of shape (batch,) with one cosine per pair, or "
         f"(batch, 2, dim) with the pair's embeddings. Received shape {tuple(y_pred.shape)}."

@@ -59,6 +59,22 @@ def test_pair_cosine_matches_numpy_for_both_input_forms():
     np.testing.assert_allclose(passthrough, expected, rtol=1e-6)
 
 
+def test_a_pair_of_equal_embeddings_scores_exactly_one():
+    # One sentence on both sides: a.a of a normalised float32 vector rounds to either
+    # side of 1 (by backend), which ranked such pairs, tied in truth, at random.
+    vectors = np.random.default_rng(2).standard_normal((64, 384)).astype("float32")
+    unit = vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+    assert np.any(np.sum(unit * unit, axis=-1) != 1.0)  # the rounding this is about
+    pairs = np.stack([vectors, vectors], axis=1)
+    assert np.all(keras.ops.convert_to_numpy(pair_cosine(pairs)) == 1.0)
+    # Others are a.b as before, and a zero embedding keeps its 0.
+    mixed = np.stack([vectors[:3], np.concatenate([vectors[3:5], [np.zeros(384)]])], axis=1)
+    mixed = np.concatenate([mixed, np.zeros((1, 2, 384), "float32")]).astype("float32")
+    got = keras.ops.convert_to_numpy(pair_cosine(mixed))
+    np.testing.assert_allclose(got[:2], np.sum(unit[:2] * unit[3:5], axis=-1), atol=1e-6)
+    assert got[2] == 0.0 and got[3] == 0.0
+
+
 def test_similarity_matrix_matches_numpy():
     rng = np.random.default_rng(2)
     a = rng.standard_normal((5, 7)).astype("float32")
