@@ -13,6 +13,7 @@ import keras
 import numpy as np
 
 from keras_cosent.data.pair_batches import PairBatches
+from keras_cosent.data.pair_batches import check_in_order
 from keras_cosent.utils.arguments import check_seed
 
 SAMPLINGS = ("proportional", "round-robin")
@@ -50,7 +51,8 @@ class MultiBatches(keras.utils.PyDataset):
             random one (each `PairBatches` keeps its own seed for the rows
             inside its batches).
         **pydataset_kwargs: `workers`, `use_multiprocessing`,
-            `max_queue_size` of `keras.utils.PyDataset`.
+            `max_queue_size` of `keras.utils.PyDataset`; background workers
+            are refused, as by `PairBatches`.
 
     Example:
 
@@ -73,6 +75,7 @@ class MultiBatches(keras.utils.PyDataset):
     """
 
     def __init__(self, tasks, sampling="proportional", seed=0, **pydataset_kwargs):
+        check_in_order(type(self).__name__, pydataset_kwargs)
         super().__init__(**pydataset_kwargs)
         tasks = list(tasks)
         if not tasks or any(not isinstance(t, PairBatches) for t in tasks):

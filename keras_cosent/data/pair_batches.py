@@ -114,7 +114,9 @@ class PairBatches(keras.utils.PyDataset):
             at `max_length` when that is set. `num_tokens` and
             `padding_ratio` count the texts as tokenised, before repetition.
         **pydataset_kwargs: `workers`, `use_multiprocessing`,
-            `max_queue_size` of `keras.utils.PyDataset`.
+            `max_queue_size` of `keras.utils.PyDataset`, for its interface
+            only: background workers (`workers` > 1) are refused, since they
+            fetch batches ahead of an epoch's plan.
 
     Example:
 
@@ -148,6 +150,7 @@ class PairBatches(keras.utils.PyDataset):
         word_repetition=None,
         **pydataset_kwargs,
     ):
+        check_in_order(type(self).__name__, pydataset_kwargs)
         super().__init__(**pydataset_kwargs)
         _check_inputs(dataset, tokenize, label_mode)
         length_buckets, pad_to_multiple_of, rows_multiple = _check_options(
@@ -483,6 +486,24 @@ class PairBatches(keras.utils.PyDataset):
             else:
                 positions += len(rows) * self.dataset.num_columns * self._batch_length(rows)
         return 1.0 - self.num_tokens / positions
+
+
+def check_in_order(name, pydataset_kwargs):
+    """Refuses the `keras.utils.PyDataset` options that fetch batches in background
+    workers: they fetch ahead across an epoch's end, before `on_epoch_end` plans
+    the next epoch, and on PyTorch and JAX an epoch's batches came out of the
+    plan's order, so a run was no longer reproducible nor resumable. One batch
+    is a few NumPy slices of rows tokenized once, which the training thread
+    makes in microseconds."""
+    workers = pydataset_kwargs.get("workers", 1)
+    multiprocessing = pydataset_kwargs.get("use_multiprocessing", False)
+    if (is_int(workers) and workers > 1) or (multiprocessing and workers != 0):
+        raise ValueError(
+            f"{name} serves each epoch's batches in the order planned for it; Keras' "
+            "background workers fetch ahead of that plan. Leave `workers` at 1 and "
+            f"`use_multiprocessing` off. Received: `workers`={workers!r}, "
+            f"`use_multiprocessing`={multiprocessing!r}"
+        )
 
 
 def _check_inputs(dataset, tokenize, label_mode):

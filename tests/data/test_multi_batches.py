@@ -161,3 +161,9 @@ def test_bad_arguments_are_named(kwargs, match):
     tasks = kwargs.pop("tasks", [PairBatches(dataset("a", 4, 2), tokenize, batch_size=2)])
     with pytest.raises((ValueError, TypeError), match=match):
         MultiBatches(tasks, **kwargs)
+
+
+def test_background_workers_are_refused():
+    tasks = [PairBatches(dataset("a", 4, 2), tokenize, batch_size=2)]
+    with pytest.raises(ValueError, match=r"MultiBatches serves .* Received: `workers`=4"):
+        MultiBatches(tasks, workers=4)

@@ -432,3 +432,15 @@ def test_shuffle_and_seed_are_checked(kwargs, message):
     ds = PairDataset([["a", "b"], ["c", "d"]], np.zeros(2), "t")
     with pytest.raises(ValueError, match=message):
         PairBatches(ds, tokenize, batch_size=2, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"workers": 2},
+                                    {"workers": 1, "use_multiprocessing": True}])
+def test_background_workers_are_refused(kwargs):
+    # Keras' workers fetch ahead across an epoch's end, before on_epoch_end plans
+    # the next epoch: on PyTorch an epoch's batches came out of the plan's order.
+    with pytest.raises(ValueError, match=r"PairBatches serves each epoch's batches in the order "
+                                         r"planned .* Received: `workers`="):
+        PairBatches(make_dataset(), tokenize, batch_size=8, **kwargs)
+    in_order = PairBatches(make_dataset(), tokenize, batch_size=8, workers=1, max_queue_size=4)
+    assert in_order.workers == 1
