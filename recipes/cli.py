@@ -148,10 +148,11 @@ class KerasCosentGroup(click.Group):
 @click.option(
     "--backend",
     type=click.Choice(BACKENDS),
-    default="tensorflow",
-    envvar="KERAS_BACKEND",
-    show_envvar=True,
-    show_default=True,
+    default=None,
+    # KERAS_BACKEND is read when the backend starts, not as this option's value:
+    # one keras-cosent does not run on (numpy, openvino) is refused there, so that
+    # --help and a command's own --backend still work.
+    show_default="KERAS_BACKEND, else tensorflow",
     help="Keras backend to run on; chosen before Keras is imported.",
 )
 @click.option(

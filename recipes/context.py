@@ -28,6 +28,12 @@ class Environment:
 
     def activate_backend(self):
         """Selects `self.backend` for Keras, refusing if Keras already runs another one."""
+        if self.backend not in BACKENDS:
+            # Only KERAS_BACKEND can hold another name: the options are choices.
+            raise CliError(
+                f"KERAS_BACKEND is {self.backend!r}, a backend keras-cosent does not run on; "
+                f"pass --backend ({', '.join(BACKENDS)}) or set KERAS_BACKEND to one of them."
+            )
         keras = sys.modules.get("keras")
         if keras is not None:
             current = keras.backend.backend()
