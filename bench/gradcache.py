@@ -115,6 +115,13 @@ def run(args):
     if args.out:
         harness.write_results(args.out, earlier + harness.jsonl(records), complete=True)
     print(table(records))
+    failed = [r for r in records if "error" in r]
+    if failed:
+        # Kept as rows (a size that runs out of memory is a finding), but not a
+        # success for a script that runs the benchmark.
+        print(f"{len(failed)} of {len(records)} runs failed; their rows say how",
+              file=sys.stderr)
+        sys.exit(1)
 
 
 def table(records):
@@ -148,8 +155,17 @@ def main():
     args = p.parse_args()
     if args.worker:
         worker(args)
-    else:
-        run(args)
+        return
+    # Checked before the first run: a bad value otherwise failed in every worker.
+    if not args.sizes or min(args.sizes) < 1:
+        p.error(f"--sizes: expected positive batch sizes, got {args.sizes}")
+    if args.steps < 1:
+        p.error(f"--steps: expected a positive count, got {args.steps}")
+    mini_batch_size = 32 if args.mini_batch_size is None else args.mini_batch_size
+    if mini_batch_size < 1 or mini_batch_size > min(args.sizes):
+        p.error(f"--mini-batch-size {mini_batch_size}: expected 1 to the smallest of --sizes "
+                f"({min(args.sizes)}); a larger one splits no batch")
+    run(args)
 
 
 if __name__ == "__main__":

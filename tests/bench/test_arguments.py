@@ -43,6 +43,12 @@ def _bench(tmp_path, *args):
     (["-m", "bench", "quality", "--runs", "jax,foo"],
      "--runs 'foo': expected peer, a backend (tensorflow, jax, torch) or backend:loss"),
     (["bench/esimcse.py", "--runs", "simcse,foo"], "unknown --runs ['foo']"),
+    # Each of these failed in every worker process, one row each, and exited 0.
+    (["-m", "bench", "tool", "gradcache", "--sizes", "16,64"],
+     "--mini-batch-size 32: expected 1 to the smallest of --sizes (16)"),
+    (["-m", "bench", "tool", "gradcache", "--sizes", "0,64"],
+     "--sizes: expected positive batch sizes, got [0, 64]"),
+    (["-m", "bench", "tool", "gradcache", "--steps", "0"], "--steps: expected a positive count"),
 ])
 def test_bad_arguments_are_refused_before_any_run(tmp_path, args, says):
     out = tmp_path / "out.jsonl"
@@ -66,3 +72,21 @@ def test_a_result_file_of_another_benchmark_is_named(tmp_path):
             f"{other}:1: not a result of {suites} (its suite: None)")
     result = _bench(tmp_path, "-m", "bench", "report", tmp_path / "missing.jsonl")
     assert result.stderr.strip() == f"{tmp_path / 'missing.jsonl'}: No such file or directory"
+
+
+def test_gradcache_exits_non_zero_when_a_run_failed(tmp_path):
+    # A worker that fails (here: no STS-B where the shared data should be) leaves
+    # its row, which says how, and the benchmark no longer exits 0.
+    from bench.common import REPO_ROOT
+
+    out = tmp_path / "out.jsonl"
+    env = {"PATH": "/usr/bin:/bin", "KERAS_COSENT_SHARED_DATA": str(tmp_path / "nowhere"),
+           "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "tool", "gradcache", "--sizes", "8", "--max-uncached",
+         "0", "--mini-batch-size", "4", "--steps", "1", "--out", str(out)],
+        cwd=REPO_ROOT, env=env, text=True, capture_output=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    assert "1 of 1 runs failed" in result.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["rows"], r["mini_batch_size"], r["error"][:6]) for r in rows] == [(8, 4, "exit 1")]
