@@ -5,6 +5,7 @@ of the argument, what was expected, and the value received.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_cosent.utils.arguments import check_bool  # noqa: F401  (the losses' import point)
@@ -65,7 +66,29 @@ def check_labels_given(y_true, loss_name, labels="labels"):
             f"`{loss_name}` reads {labels} from `y_true`, which is missing. "
             f"Received: `y_true`=None"
         )
+    first = _first_text(y_true)
+    if first is not None:
+        # Each backend failed on its own terms ("Invalid dtype: str32", "could
+        # not convert string to float"), without naming y_true.
+        raise ValueError(
+            f"`{loss_name}` reads {labels} from `y_true` as numbers; received text "
+            f"(first: {first!r}). Map class names to ids 0, 1, ... first, as "
+            "`keras_cosent.data.read_columns(..., classes=True)` does."
+        )
     return y_true
+
+
+def _first_text(y_true):
+    """The first string label of a host `y_true` (str, list, NumPy array), else None."""
+    if isinstance(y_true, (str, bytes)):
+        return y_true
+    if isinstance(y_true, np.ndarray) and y_true.dtype.kind not in "USO":
+        return None  # numbers: nothing to walk through
+    if isinstance(y_true, (list, tuple, np.ndarray)):
+        for value in np.asarray(y_true, dtype=object).ravel():
+            if isinstance(value, (str, bytes)):
+                return value
+    return None
 
 
 class LabelsCheckedLoss(keras.losses.Loss):

@@ -170,6 +170,24 @@ def test_a_loss_that_reads_labels_names_them_when_y_true_is_none(case):
         call()
 
 
+@pytest.mark.parametrize("case", ["CoSENTLoss", "cosent_loss", "SoftmaxLoss",
+                                  "JointLoss-with-a-labelled-term"])
+@pytest.mark.parametrize("labels", [np.array(["sports", "news", "sports", "art"]),
+                                    ["sports", "news", "sports", "art"]], ids=["array", "list"])
+def test_text_labels_are_refused_naming_y_true(case, labels):
+    # Each backend failed on its own terms ("Invalid dtype: str32", "could not
+    # convert string to float"), without naming y_true or the way out.
+    shown = LABELLED[case][1]
+    loss = {"CoSENTLoss": lambda y: CoSENTLoss()(y, PAIRS),
+            "cosent_loss": lambda y: cosent_loss(y, PAIRS),
+            "SoftmaxLoss": lambda y: SoftmaxLoss()(y, PAIRS[:, 0, :3]),
+            "JointLoss-with-a-labelled-term": lambda y: JointLoss(
+                [InfoNCELoss(), CoSENTLoss()])(y, PAIRS)}[case]
+    with pytest.raises(ValueError, match=re.escape(shown) + r".* as numbers; received text "
+                                                            r"\(first: 'sports'\)"):
+        loss(labels[:len(PAIRS)])
+
+
 @pytest.mark.parametrize("loss", [CoSENTLoss(), AnglELoss(), CosineMSELoss(), SupConLoss(),
                                   InfoNCELoss(mask_false_negatives=True)],
                          ids=lambda loss: type(loss).__name__)
