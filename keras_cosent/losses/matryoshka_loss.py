@@ -56,6 +56,14 @@ def matryoshka_loss(y_true, y_pred, loss, dims, weights=None, sample_weight=None
     # Sliced and re-normalised in float32: a half-precision slice would carry
     # its rounding into every score, where the other losses score in float32.
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
+    if len(y_pred.shape) < 2:
+        # One value per row (cosines): its last axis is the batch, which the
+        # dims would have cut and re-normalised without a word.
+        raise ValueError(
+            "`MatryoshkaLoss` truncates embeddings: `y_pred` should have shape "
+            "(batch, dim) or (batch, columns, dim), not one value per row (cosines). "
+            f"Received shape {tuple(y_pred.shape)}."
+        )
     full = y_pred.shape[-1]
     total = 0.0
     for dim, weight in zip(dims, weights):

@@ -69,6 +69,19 @@ def test_validation():
         loss(np.zeros(2), np.ones((2, 2, 8), "float32"))
 
 
+def test_cosines_instead_of_embeddings_are_refused():
+    # (batch,) cosines: the last axis is the batch, which dims 8 and 4 cut and
+    # re-normalised into a finite loss without a word.
+    loss = keras_cosent.losses.MatryoshkaLoss(keras_cosent.losses.CoSENTLoss(), dims=(8, 4))
+    cosines = np.linspace(-1, 1, 16).astype("float32")
+    with pytest.raises(ValueError, match=re.escape("not one value per row (cosines). Received "
+                                                   "shape (16,)")):
+        loss(np.arange(16, dtype="float32"), cosines)
+    with pytest.raises(ValueError, match=re.escape("Received shape (16,)")):
+        keras_cosent.losses.matryoshka_loss(np.arange(16, dtype="float32"), cosines,
+                                            keras_cosent.losses.CoSENTLoss(), dims=(8, 4))
+
+
 @pytest.mark.parametrize(
     "kwargs, shown",
     [
