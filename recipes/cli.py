@@ -8,7 +8,6 @@ module under `recipes/commands/`. Nothing imported here imports keras, so that
 """
 
 import contextlib
-import gc
 import os
 import signal
 import sys
@@ -47,18 +46,6 @@ def _warnings_shown_as_lines(show):
     return show_warning
 
 
-def _in_finalizer(frame):
-    """Whether `frame` runs inside a garbage-collection callback or a `__del__`:
-    Python prints an exception raised there and drops it (JAX registers a gc
-    callback, so a signal often lands in one)."""
-    callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
-    while frame is not None:
-        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
-            return True
-        frame = frame.f_back
-    return False
-
-
 @contextlib.contextmanager
 def _terminate_as_interrupt():
     """SIGTERM (`timeout`, `docker stop`, a cancelled CI job) handled as Ctrl-C is:
@@ -66,31 +53,41 @@ def _terminate_as_interrupt():
     stopped), then the process exits with 143. Yields a list that holds the
     signal once one came.
 
-    Either signal that lands in a garbage-collection callback or a finalizer is
-    handed again a moment later: the KeyboardInterrupt raised there would be
-    dropped, and the run would go on to its end."""
+    Either signal is handed again a moment later when its KeyboardInterrupt
+    landed where Python drops exceptions (a garbage-collection callback, which
+    JAX registers, a finalizer, a weakref callback: `sys.unraisablehook`):
+    the run would otherwise have gone on to its end."""
     terminated = []
     if threading.current_thread() is not threading.main_thread():
         yield terminated
         return
+    received = []
 
     def interrupt(signum, frame):
-        if _in_finalizer(frame):
-            again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+        received.append(signum)
+        if signum == signal.SIGTERM and not terminated:
+            terminated.append(signum)
+        raise KeyboardInterrupt
+
+    previous_hook = sys.unraisablehook
+
+    def hand_again(unraisable):
+        if received and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            again = threading.Timer(0.05, os.kill, (os.getpid(), received[-1]))
             again.daemon = True
             again.start()
             return
-        if signum == signal.SIGTERM:
-            terminated.append(signum)
-        raise KeyboardInterrupt
+        previous_hook(unraisable)
 
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt)}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         # Ctrl-C keeps Python's meaning (an ignored SIGINT stays ignored).
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
+    sys.unraisablehook = hand_again
     try:
         yield terminated
     finally:
+        sys.unraisablehook = previous_hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

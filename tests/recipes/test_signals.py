@@ -3,7 +3,10 @@
 import gc
 import os
 import signal
+import sys
+import threading
 import time
+import weakref
 
 import pytest
 
@@ -17,7 +20,10 @@ def test_a_signal_that_lands_in_a_garbage_collection_callback_still_interrupts(s
     fired = []
 
     def callback(phase, info):
-        if phase == "start" and not fired:
+        # In this thread: a collection that another thread starts would leave the
+        # signal to land wherever this thread is.
+        if (phase == "start" and not fired
+                and threading.current_thread() is threading.main_thread()):
             fired.append(True)
             os.kill(os.getpid(), signum)
             for _ in range(10000):  # bytecodes for the handler to run in, here
@@ -37,8 +43,32 @@ def test_a_signal_that_lands_in_a_garbage_collection_callback_still_interrupts(s
     assert terminated == ([signal.SIGTERM] if signum == signal.SIGTERM else [])
 
 
+def test_a_signal_that_lands_in_a_weakref_callback_still_interrupts():
+    # Another place where Python drops exceptions: weakref callbacks (finalizers).
+    class Thing:
+        pass
+
+    def callback(reference):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10000):
+            pass
+
+    with _terminate_as_interrupt() as terminated:
+        thing = Thing()
+        reference = weakref.ref(thing, callback)
+        with pytest.raises(KeyboardInterrupt):
+            del thing
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+    assert reference() is None and terminated == [signal.SIGTERM]
+
+
 def test_the_handlers_in_place_before_are_put_back():
-    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT),
+              sys.unraisablehook)
     with _terminate_as_interrupt():
         assert signal.getsignal(signal.SIGTERM) not in before
-    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+        assert sys.unraisablehook is not before[2]
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT),
+            sys.unraisablehook) == before
