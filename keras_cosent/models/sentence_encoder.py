@@ -319,9 +319,9 @@ class SentenceEncoder(keras.Model):
         truncate_dim = check_truncate_dim(truncate_dim, self.embedding_dim)
         if packing is True:
             sequence_packing.check_supports_packing(self.backbone)
-        token_lists = self.tokenize(texts)
-        n = len(token_lists)
-        out = np.zeros((n, self.embedding_dim), dtype="float32")
+        token_lists, inverse = _distinct_token_lists(self.tokenize(texts))
+        n = len(inverse)
+        out = np.zeros((len(token_lists), self.embedding_dim), dtype="float32")
         if n == 0:
             return out[:, : truncate_dim or self.embedding_dim]
         if packing is None:
@@ -331,12 +331,14 @@ class SentenceEncoder(keras.Model):
         else:
             batches, model = self._padded_batches(token_lists, batch_size), self
         bar = keras.utils.Progbar(n, unit_name="sentence") if progress else None
+        copies = np.bincount(inverse, minlength=len(token_lists))
         with fused_attention_at_inference(self):
             for inputs, index in batches:
                 embeddings = keras.ops.convert_to_numpy(model.predict_on_batch(inputs))
                 out[index] = embeddings[: len(index)]
                 if bar is not None:
-                    bar.add(len(index))
+                    bar.add(int(copies[index].sum()))
+        out = out[inverse]
         if truncate_dim is not None:
             out = keras.ops.convert_to_numpy(truncate_embeddings(out, truncate_dim))
         return out
@@ -541,3 +543,24 @@ def _sequence_output(outputs):
     if isinstance(outputs, dict):
         return outputs["sequence_output"]
     return outputs
+
+
+def _distinct_token_lists(token_lists):
+    """`(distinct, inverse)`: each token sequence once, and the index of every input
+    sequence's copy in `distinct` (`distinct[inverse[i]]` equals `token_lists[i]`).
+
+    Texts that tokenize alike (the same sentence twice, or two that differ only in
+    case or in what truncation cut) are embedded once and so get one embedding:
+    on TensorFlow, a sequence run in two different batches came out 1e-7 apart,
+    and pairs of such texts, ties in truth, were ranked by that noise.
+    """
+    positions, distinct = {}, []
+    inverse = np.empty(len(token_lists), dtype=np.int64)
+    for i, tokens in enumerate(token_lists):
+        tokens = np.asarray(tokens)
+        key = (tokens.dtype.str, tokens.tobytes())
+        position = positions.setdefault(key, len(distinct))
+        if position == len(distinct):
+            distinct.append(tokens)
+        inverse[i] = position
+    return distinct, inverse

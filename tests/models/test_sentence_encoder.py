@@ -11,6 +11,7 @@ import pytest
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.models import SentenceEncoder
 from keras_cosent.models import checkpoints
+from keras_cosent.utils import pair_cosine
 from tests.models.conftest import VOCAB
 from tests.models.conftest import make_tiny_encoder
 from tests.models.conftest import write_tiny_hf_checkpoint
@@ -210,6 +211,36 @@ def test_encode_refuses_a_bad_truncate_dim_naming_it(tiny_encoder, bad):
     with pytest.raises(ValueError, match=rf"at most the embedding dimension 16\. "
                                          rf"Received: `truncate_dim`={bad!r}"):
         tiny_encoder.encode(["a"], truncate_dim=bad)
+
+
+@pytest.mark.parametrize("packing", [True, False])
+def test_texts_that_tokenize_alike_get_one_embedding(tiny_encoder, packing, monkeypatch):
+    # The same sentence twice, and sentences that differ only in case (uncased
+    # vocabulary) or past max_length, are one token sequence: embedded once, so
+    # their rows are equal bit for bit and their cosine is exactly 1 (on
+    # TensorFlow a sequence run in two different batches came out 1e-7 apart).
+    long = " ".join(["cat"] * 30)
+    texts = ["a dog runs", "The cat sat", "a dog runs", "the CAT sat", long + " dog",
+             long + " tree", "big red car"] * 3
+    embedded = []
+    for name in ("_padded_batches", "_packed_batches"):
+        real = getattr(SentenceEncoder, name)
+
+        def spy(self, token_lists, batch_size, real=real):
+            embedded.append(len(token_lists))
+            return real(self, token_lists, batch_size)
+
+        monkeypatch.setattr(SentenceEncoder, name, spy)
+    out = tiny_encoder.encode(texts, batch_size=2, packing=packing)
+    assert out.shape == (len(texts), 16)
+    assert embedded == [4]  # "a dog runs", "the cat sat", the long one, "big red car"
+    for i, j in ((0, 2), (1, 3), (4, 5), (0, 7), (6, 20)):
+        np.testing.assert_array_equal(out[i], out[j])
+    pairs = np.stack([out[[0, 1, 4]], out[[2, 3, 5]]], axis=1)
+    assert np.all(keras.ops.convert_to_numpy(pair_cosine(pairs)) == 1.0)
+    # Each distinct text embeds as it does alone.
+    for i in (0, 1, 4, 6):
+        np.testing.assert_allclose(out[i], tiny_encoder.encode([texts[i]])[0], atol=1e-5)
 
 
 def test_encode_empty_list(tiny_encoder):
