@@ -491,10 +491,10 @@ class PairBatches(keras.utils.PyDataset):
 def check_in_order(name, pydataset_kwargs):
     """Refuses the `keras.utils.PyDataset` options that fetch batches in background
     workers: they fetch ahead across an epoch's end, before `on_epoch_end` plans
-    the next epoch, and on PyTorch and JAX an epoch's batches came out of the
-    plan's order, so a run was no longer reproducible nor resumable. One batch
-    is a few NumPy slices of rows tokenized once, which the training thread
-    makes in microseconds."""
+    the next epoch, and (measured with `fit` on PyTorch) an epoch's batches came
+    out of the plan's order, so a run was no longer reproducible nor resumable.
+    One batch is a few NumPy slices of rows tokenized once, work the training
+    thread does itself."""
     workers = pydataset_kwargs.get("workers", 1)
     multiprocessing = pydataset_kwargs.get("use_multiprocessing", False)
     if (is_int(workers) and workers > 1) or (multiprocessing and workers != 0):
