@@ -4,13 +4,14 @@ Keras and keras-hub keep no promise about names outside their public API, and a
 few things keras-cosent does have no public spelling: walking a model's nested
 layers, reading and setting an attention layer's dropout rate, reading a compiled
 model's loss tracker and saved compile arguments, reading keras-hub's feed-forward
-layer and its preset file helpers, replacing the TensorFlow backend's dropout and `PyDataset` adapter,
-turning off Keras' per-replica loss scaling while a loss over a gathered global
-batch is computed, and reading TensorFlow's graph context and op registry. Each
-is reached through one function here, so that an upgrade that renames one breaks
-in this file, with `PrivateAPIError` naming the symbol, the installed version and
-the version it was written against, rather than with an `AttributeError` deep
-inside a training run.
+layer and its preset file helpers, replacing the TensorFlow backend's dropout and
+`PyDataset` adapter, reducing a loss's values as `keras.losses.Loss` does, turning
+off Keras' per-replica loss scaling while a loss over a gathered global batch is
+computed, and reading TensorFlow's graph context and op registry. Each is reached
+through one function here, so that an upgrade that renames one breaks in this
+file, with `PrivateAPIError` naming the symbol, the installed version and the
+version it was written against, rather than with an `AttributeError` deep inside a
+training run.
 
 `check_private_api()` tries every symbol the current backend uses and returns the
 ones that are gone; `tests/test_compat.py` fails with that list.
@@ -145,6 +146,17 @@ def unscaled_replica_losses():
     return _UnscaledContext()
 
 
+def reduce_loss_values(values, sample_weight, reduction):
+    """`values` reduced as `keras.losses.Loss` reduces a loss's values (`reduce_values`).
+
+    A scalar comes back as it is; `reduction="mean_with_sample_weight"` divides
+    by the sum of `sample_weight`; mean reductions are divided by the replica
+    count under a `tf.distribute` strategy, as Keras' own are.
+    """
+    reduce_values = _import("keras", "keras.src.losses.loss", "reduce_values")
+    return reduce_values(values, sample_weight=sample_weight, reduction=reduction)
+
+
 class _UnscaledContext:
     def __enter__(self):
         self.previous = getattr(_unscaled, "active", False)
@@ -237,6 +249,7 @@ def _check_keras():
         raise _missing("keras", "keras.Model._loss_tracker (the `loss` Mean)")
     if "jit_compile" not in (compile_arguments(model) or {}):
         raise _missing("keras", "keras.Model._compile_config (the saved compile arguments)")
+    _import("keras", "keras.src.losses.loss", "reduce_values")
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
     if optimizer_learning_rate(keras.optimizers.SGD(schedule)) is not schedule:
         raise _missing("keras", "keras.optimizers.Optimizer._learning_rate (the schedule)")

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_cosent.compat import reduce_loss_values
 from keras_cosent.utils.arguments import check_bool  # noqa: F401  (the losses' import point)
 from keras_cosent.utils.arguments import check_finite_float  # noqa: F401
 from keras_cosent.utils.arguments import check_non_negative_float  # noqa: F401
@@ -136,7 +137,10 @@ class WeightsPassingLoss(LabelsCheckedLoss):
         y_true, y_pred, sample_weight = keras.tree.map_structure(
             lambda x: ops.convert_to_tensor(x, dtype=self.dtype),
             (self._checked_labels(y_true), y_pred, sample_weight))
-        return ops.cast(self.call(y_true, y_pred, sample_weight=sample_weight), self.dtype)
+        values = self.call(y_true, y_pred, sample_weight=sample_weight)
+        # Reduced by this loss's own `reduction`, as `Loss.__call__` reduces: an
+        # inner loss with `reduction="none"` makes `call` return one value per row.
+        return ops.cast(reduce_loss_values(values, sample_weight, self.reduction), self.dtype)
 
 
 def labels_read_by(loss):

@@ -12,6 +12,7 @@ from tests import kit
 from tests.losses.test_cosent_loss import reference_cosent
 from tests.losses.test_cosent_loss import reference_cosines
 from tests.losses.test_infonce_loss import reference_infonce
+from tests.losses.test_triplet_loss import reference as reference_triplet
 
 
 def _batch(seed=3, n=10):
@@ -195,3 +196,30 @@ def test_docstring_example_runs():
 
     result = doctest.testmod(joint_loss, verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("wrapper", ["joint", "matryoshka", "multi_task"])
+def test_an_inner_reduction_none_is_reduced_by_the_wrapper_with_weights_too(wrapper):
+    # The wrapper's own reduction averages the weighted per-row values of an
+    # inner loss that reduces nothing. With `sample_weight` the rows used to come
+    # back unreduced, one loss per row, where without it the wrapper averaged.
+    rows = np.random.default_rng(5).normal(size=(6, 3, 8))
+    weights = np.array([2.0, 0.0, 1.0, 0.5, 0.0, 1.0], "float32")
+    inner = keras_cosent.losses.TripletLoss(margin=0.5, reduction="none")
+    labels, dims = np.zeros(6, "float32"), (8,)
+    if wrapper == "joint":
+        loss = JointLoss([inner])
+    elif wrapper == "matryoshka":
+        loss, dims = keras_cosent.losses.MatryoshkaLoss(inner, dims=(8, 4)), (8, 4)
+    else:
+        loss = keras_cosent.losses.MultiTaskLoss([inner], names=["nli"], columns=[3])
+        labels = np.zeros((6, 2), "float32")
+    per_row = np.array([
+        sum(reference_triplet(rows[i : i + 1, :, :dim], 0.5, "cosine") for dim in dims)
+        for i in range(6)
+    ])
+    unweighted = np.asarray(loss(labels, rows.astype("float32")))
+    weighted = np.asarray(loss(labels, rows.astype("float32"), sample_weight=weights))
+    assert unweighted.shape == weighted.shape == ()
+    np.testing.assert_allclose(unweighted, per_row.mean(), rtol=1e-5)
+    np.testing.assert_allclose(weighted, np.sum(per_row * weights) / 6, rtol=1e-5)
