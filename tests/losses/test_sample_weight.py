@@ -1,0 +1,69 @@
+"""How `sample_weight` weighs each loss (README, "Using the library"), against NumPy.
+
+A loss of one value per row divides the weighted sum of its rows by the batch
+size (`reduction="mean_with_sample_weight"`: by the weights' sum); a loss of one
+value per batch is rescaled by the weights' mean.
+"""
+
+import numpy as np
+import pytest
+
+import keras_cosent
+from tests.losses.test_angle_loss import reference_angle_similarity
+from tests.losses.test_angle_loss import reference_ranking
+from tests.losses.test_cosent_loss import reference_cosent
+from tests.losses.test_cosent_loss import reference_cosines
+from tests.losses.test_cosine_mse_loss import reference_cosine_mse
+from tests.losses.test_infonce_loss import reference_infonce
+from tests.losses.test_supcon_loss import reference as reference_supcon
+from tests.losses.test_triplet_loss import reference as reference_triplet
+
+WEIGHTS = np.array([2.0, 0.0, 1.0, 0.5, 0.0, 3.0], "float32")
+SCORES = np.array([0.1, 0.9, 0.4, 0.0, 1.0, 0.7], "float32")
+CLASSES = np.array([0, 1, 0, 2, 1, 0], "int32")
+
+
+def _rows(columns):
+    return np.random.default_rng(7).normal(size=(6, columns, 8))
+
+
+def _per_row(name):
+    """The loss, its labels, its rows and each row's reference value."""
+    if name == "infonce":
+        rows = _rows(2)
+        return (keras_cosent.losses.InfoNCELoss, np.arange(6, dtype="float32"), rows,
+                reference_infonce(np.arange(6), rows, 0.05, False, False))
+    if name == "triplet":
+        rows = _rows(3)
+        return (keras_cosent.losses.TripletLoss, np.zeros(6, "float32"), rows,
+                np.array([reference_triplet(rows[i : i + 1], 0.5, "cosine") for i in range(6)]))
+    rows = _rows(2)
+    return (keras_cosent.losses.CosineMSELoss, SCORES, rows,
+            reference_cosine_mse(SCORES, rows, 0.0, 1.0))
+
+
+@pytest.mark.parametrize("name", ["infonce", "triplet", "cosine-mse"])
+@pytest.mark.parametrize("reduction", ["sum_over_batch_size", "mean_with_sample_weight"])
+def test_a_loss_of_one_value_per_row_weighs_its_rows(name, reduction):
+    loss_class, labels, rows, per_row = _per_row(name)
+    got = loss_class(reduction=reduction)(labels, rows.astype("float32"), sample_weight=WEIGHTS)
+    divisor = 6 if reduction == "sum_over_batch_size" else WEIGHTS.sum()
+    np.testing.assert_allclose(float(got), np.sum(per_row * WEIGHTS) / divisor, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["cosent", "angle", "supcon"])
+def test_a_loss_of_one_value_per_batch_is_rescaled_by_the_mean_weight(name):
+    rows = _rows(2)
+    labels = SCORES * 5
+    if name == "cosent":
+        loss, expected = (keras_cosent.losses.CoSENTLoss(),
+                          reference_cosent(labels, reference_cosines(rows), 20.0))
+    elif name == "angle":
+        loss, expected = (keras_cosent.losses.AnglELoss(scale=20.0),
+                          reference_ranking(labels, reference_angle_similarity(rows), 20.0))
+    else:
+        rows, labels = rows[:, 0], CLASSES
+        loss, expected = keras_cosent.losses.SupConLoss(temperature=0.1), reference_supcon(
+            CLASSES, rows, 0.1)
+    got = loss(labels, rows.astype("float32"), sample_weight=WEIGHTS)
+    np.testing.assert_allclose(float(got), expected * WEIGHTS.mean(), rtol=1e-5)
