@@ -55,14 +55,14 @@ def main(argv=None):
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         return 0
     from bench import harness, toggles
-    from bench.common import repeated
+    from bench.common import positive_int, repeated
 
     if command not in harness.SUITE_FIGURES:
         raise SystemExit(f"unknown suite {command!r}: expected one of "
                          f"{sorted(harness.SUITE_FIGURES)}, quality, retrieval, losses, report or tool")
     p = argparse.ArgumentParser(prog=f"python -m bench {command}")
     p.add_argument("--stacks", default="peer,tensorflow,jax,torch")
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--rounds", type=positive_int, default=2)
     p.add_argument("--toggle", action="append", default=[], metavar="NAME=on|off")
     p.add_argument("--size", choices=sorted(harness.SIZES), default="default")
     p.add_argument("--out", required=True)

@@ -29,6 +29,43 @@ def seed_list(text):
     return seeds
 
 
+def _bounded(convert, wanted, accept):
+    """An argparse type: `convert(text)`, refused with `wanted` unless `accept`s it."""
+    import argparse
+    import math
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or (isinstance(value, float) and not math.isfinite(value)) or (
+                not accept(value)):
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+        return value
+
+    return parse
+
+
+# argparse types of the benchmarks' counts and rates, checked before any run:
+# a 0 batch size or a negative rate used to fail only when its run started.
+positive_int = _bounded(int, "a positive integer", lambda value: value > 0)
+positive_float = _bounded(float, "a positive number", lambda value: value > 0)
+non_negative_float = _bounded(float, "a number >= 0", lambda value: value >= 0)
+fraction = _bounded(float, "a fraction in [0, 1)", lambda value: 0 <= value < 1)
+
+
+def positive_int_list(text):
+    """argparse type of a comma-separated list of positive integers (`--sizes`)."""
+    import argparse
+
+    try:
+        return [positive_int(item) for item in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r}") from None
+
+
 def repeated(values):
     """The values that occur more than once in `values`, in order. A run listed
     twice (`--stacks peer,peer`, `--seeds 1,1`) would append two lines of one run,

@@ -32,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import REPO_ROOT  # noqa: E402
+from bench.common import positive_int  # noqa: E402
 from bench.common import seed_list  # noqa: E402
 from bench.quality import DATA, split_paths  # noqa: E402
 
@@ -56,7 +57,7 @@ def write_sentences(path, data, count, seed):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=sorted(DATA), default="sts-benchmark")
-    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--sentences", type=positive_int, default=2000)
     parser.add_argument("--seeds", default="42", type=seed_list, help="comma-separated seeds")
     parser.add_argument("--backend", default="torch")
     parser.add_argument("--runs", default=",".join(RUNS))

@@ -138,16 +138,18 @@ def table(records):
 
 
 def main():
+    from bench.common import positive_int, positive_int_list
+
     p = argparse.ArgumentParser(prog="python -m bench tool gradcache")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     p.add_argument("--backend", default="torch", choices=("torch", "jax", "tensorflow"))
     p.add_argument("--sizes", default="256,1024,4096",
-                   type=lambda s: [int(v) for v in s.split(",")])
+                   type=positive_int_list)
     p.add_argument("--mini-batch-size", type=int, default=None, help="m (default 32)")
     p.add_argument("--max-uncached", type=int, default=1024,
                    help="largest B run uncached (24 GiB machine: 1024)")
-    p.add_argument("--steps", type=int, default=2, help="timed steps per run (B > 256: 1)")
+    p.add_argument("--steps", type=positive_int, default=2, help="timed steps per run (B > 256: 1)")
     p.add_argument("--off", default="",
                    help="comma-separated `keras_cosent.runtime` pieces to leave off (e.g. "
                         "glibc_mmap_threshold); the rest are on, as `keras-cosent` sets them")
@@ -156,11 +158,8 @@ def main():
     if args.worker:
         worker(args)
         return
-    # Checked before the first run: a bad value otherwise failed in every worker.
-    if not args.sizes or min(args.sizes) < 1:
-        p.error(f"--sizes: expected positive batch sizes, got {args.sizes}")
-    if args.steps < 1:
-        p.error(f"--steps: expected a positive count, got {args.steps}")
+    # Checked before the first run (as --sizes and --steps are, by their types): a bad
+    # value otherwise failed in every worker.
     mini_batch_size = 32 if args.mini_batch_size is None else args.mini_batch_size
     if mini_batch_size < 1 or mini_batch_size > min(args.sizes):
         p.error(f"--mini-batch-size {mini_batch_size}: expected 1 to the smallest of --sizes "

@@ -77,6 +77,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT  # noqa: E402
+from bench.common import fraction  # noqa: E402
+from bench.common import non_negative_float  # noqa: E402
+from bench.common import positive_float  # noqa: E402
+from bench.common import positive_int  # noqa: E402
 from bench.common import repeated  # noqa: E402
 from bench.common import seed_list  # noqa: E402
 from bench.common import shared_data_dir  # noqa: E402
@@ -319,18 +323,18 @@ def main():
     p.add_argument("--stacks", default="keras,peer", help="comma-separated: keras, peer")
     p.add_argument("--seeds", default="42", type=seed_list,
                    help="comma-separated seeds, one run each")
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--warmup", type=float, default=0.1)
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--epochs", type=positive_int, default=4)
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--lr", type=positive_float, default=2e-5)
+    p.add_argument("--warmup", type=fraction, default=0.1)
+    p.add_argument("--weight-decay", type=non_negative_float, default=0.01)
+    p.add_argument("--max-length", type=positive_int, default=64)
     p.add_argument("--backend", default="torch", help="keras-cosent's backend")
     p.add_argument("--data", default="sts-benchmark", choices=("sts-benchmark", "sts-b-zh"),
                    help="the STS data trained and scored on")
     p.add_argument("--nli", default=None, help="NLI file (nli-jsonl) of the staged run's "
                    f"first stage (default: {DEFAULT_NLI} in the shared data)")
-    p.add_argument("--train-limit", type=int, default=None,
+    p.add_argument("--train-limit", type=positive_int, default=None,
                    help="use only the first N train pairs (before any filtering)")
     p.add_argument("--data-seed", type=int, default=0,
                    help="seed of the triplets' random negatives (the same for every run seed)")
@@ -419,7 +423,11 @@ def main():
                 spec = RUNS[name]
                 rows_file = row_files[spec["rows"]][0]
                 data_tag = "" if args.data == "sts-benchmark" else f"-{args.data}"
-                tag = f"{name}{data_tag}{limit_tag}-e{args.epochs}-b{args.batch_size}-s{seed}"
+                # Every training option in the name: `train` refuses a folder that
+                # holds a run of other options, and a reused run must be this one.
+                tag = (f"{name}{data_tag}{limit_tag}-dataseed{args.data_seed}-e{args.epochs}"
+                       f"-b{args.batch_size}-lr{args.lr:g}-w{args.warmup:g}"
+                       f"-wd{args.weight_decay:g}-len{args.max_length}-s{seed}")
                 if spec.get("staged"):
                     train_args = ["--train", nli, "--train", rows_file.with_suffix(".tsv"),
                                   "--stage-epochs", f"1,{args.epochs}"]

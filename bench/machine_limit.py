@@ -98,8 +98,8 @@ def padded_lengths(n1, n2, batch_size=16, max_length=64, multiple=1):
 def encode_lengths(counts, batch_size=32, max_length=64, multiple=1):
     """Padded length of each STS-B test sentence in length-sorted batches.
 
-    `encode(packing=False)`'s layout; at multiple=1 it is within 2% of the token
-    slots that `encode`'s default packed rows compute (bench/encode_packing_ab.py).
+    `encode(packing=False)`'s layout; `encode`'s default packed rows compute fewer
+    token slots (README, "Using the library").
     """
     from keras_cosent.data.padding import padded_length
 
@@ -112,8 +112,10 @@ def encode_lengths(counts, batch_size=32, max_length=64, multiple=1):
 
 
 def main():
+    from bench.common import positive_int
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pairs", type=int, default=512,
+    p.add_argument("--pairs", type=positive_int, default=512,
                    help="training pairs to count lengths over (the speed suite's default)")
     args = p.parse_args()
     rates = matmul_rates()
@@ -121,8 +123,9 @@ def main():
     for k, v in rates.items():
         print(f"matmul float32 1024^3 {k:<11} {v / 1e9:7.1f} GFLOP/s")
     # The work counted is the useful work: every sentence at its own length, which
-    # is what packed rows come within 11-21% of (BENCHMARKS.md, session 10). Padded
-    # layouts (the peer's, and keras' before packing) do more; shown for reference.
+    # packed rows come closest to (README, "Using the library": 1.10-1.16x the real
+    # tokens of STS-B train in batches of 16). Padded layouts (the peer's, and
+    # `packing=False`) do more; shown for reference.
     n1, n2, test_counts = token_counts(limit=args.pairs)
     lens = np.array(n1 + n2)
     fwd = np.mean([forward_flops(t) for t in lens])

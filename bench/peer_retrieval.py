@@ -91,24 +91,26 @@ def mine_with_peer(model, args):
 
 
 def main():
+    from bench.common import fraction, non_negative_float, positive_float, positive_int
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--mined", help="mined.jsonl of the keras-cosent run")
     source.add_argument("--train-folder", help="BEIR folder to mine with mine_hard_negatives")
     p.add_argument("--train-split", default="train")
-    p.add_argument("--mine-range-max", type=int, default=50)
-    p.add_argument("--mine-relative-margin", type=float, default=0.05)
-    p.add_argument("--negatives", type=int, required=True, help="negatives per row trained")
+    p.add_argument("--mine-range-max", type=positive_int, default=50)
+    p.add_argument("--mine-relative-margin", type=non_negative_float, default=0.05)
+    p.add_argument("--negatives", type=positive_int, required=True, help="negatives per row trained")
     p.add_argument("--test", required=True, help="BEIR folder scored at the end")
     p.add_argument("--test-split", default="test")
     p.add_argument("--transfer", nargs=3, action="append", default=[],
                    metavar=("NAME", "FOLDER", "SPLIT"),
                    help="a held-out BEIR set also scored at the end (repeatable)")
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--warmup", type=float, default=0.1)
-    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--epochs", type=positive_int, default=1)
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--lr", type=positive_float, default=2e-5)
+    p.add_argument("--warmup", type=fraction, default=0.1)
+    p.add_argument("--max-length", type=positive_int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--zero-shot", action="store_true", help="also score the untrained model")
     args = p.parse_args()

@@ -22,13 +22,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main():
+    from bench.common import positive_float, positive_int
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", choices=["sts-benchmark", "sts-b-zh"], default="sts-benchmark")
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--max-length", type=int, default=64)
-    p.add_argument("--limit", type=int, default=None, help="use only the first N train pairs")
+    p.add_argument("--epochs", type=positive_int, default=4)
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--lr", type=positive_float, default=2e-5)
+    p.add_argument("--max-length", type=positive_int, default=64)
+    p.add_argument("--limit", type=positive_int, default=None, help="use only the first N train pairs")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 

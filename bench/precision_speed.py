@@ -287,14 +287,16 @@ def table(lines):
 
 
 def main():
+    from bench.common import positive_int
+
     p = argparse.ArgumentParser(prog="python -m bench tool precision-speed",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--backends", default=",".join(BACKENDS),
                    help=f"comma-separated, from {', '.join(BACKENDS + (PEER,))} "
                         "(peer: sentence-transformers on PyTorch)")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--length", type=int, default=64)
-    p.add_argument("--calls", type=int, default=3)
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--length", type=positive_int, default=64)
+    p.add_argument("--calls", type=positive_int, default=3)
     p.add_argument("--train", action="store_true",
                    help="also time a training step (SiameseEncoder, CoSENT, AdamW)")
     p.add_argument("--jit-compile", action="store_true",

@@ -60,9 +60,11 @@ def peer_positions(peer, sentences, batch_size):
 
 
 def main():
+    from bench.common import positive_int
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--top", type=int, default=12)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--top", type=positive_int, default=12)
+    p.add_argument("--batch-size", type=positive_int, default=32)
     args = p.parse_args()
 
     import torch

@@ -63,16 +63,18 @@ def summarise(xplane_path, top):
 
 
 def main():
+    from bench.common import positive_int
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--stack", required=True, choices=["tensorflow", "jax"])
-    p.add_argument("--pairs", type=int, default=256)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--max-length", type=int, default=64)
-    p.add_argument("--top", type=int, default=30)
+    p.add_argument("--pairs", type=positive_int, default=256)
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--max-length", type=positive_int, default=64)
+    p.add_argument("--top", type=positive_int, default=30)
     p.add_argument("--logdir", default=None, help="where to keep the trace (default: a temp dir)")
     p.add_argument("--encode", action="store_true",
                    help="profile an encode pass over the STS-B test sentences instead")
-    p.add_argument("--encode-batch-size", type=int, default=32)
+    p.add_argument("--encode-batch-size", type=positive_int, default=32)
     args = p.parse_args()
     from recipes.context import Environment
 

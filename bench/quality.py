@@ -4,12 +4,13 @@ Runs, one after the other in this invocation, the peer script bench/peer_sts.py
 (sentence-transformers' CoSENTLoss) and `keras-cosent train --recipe sts-cosent`
 (the command users run) on each backend and loss asked for, all from the packaged
 all-MiniLM-L6-v2 with the same settings, and prints dev and test Spearman x 100,
-the wall time of each whole process and its ratio to the peer's. The JSON is
-rewritten after every run, so an interrupted benchmark keeps what finished.
+the wall time of each whole process and its ratio to the peer's. `--json` is
+written once every run is done; until then each finished run is rewritten to
+JSON.partial, so an interrupted benchmark keeps what finished.
 
-    .venv/bin/python bench/quality.py --data sts-benchmark \
+    .venv/bin/python -m bench quality --data sts-benchmark \
         --runs peer,tensorflow,jax,torch --json bench/results/quality-en.json
-    .venv/bin/python bench/quality.py --data sts-b-zh \
+    .venv/bin/python -m bench quality --data sts-b-zh \
         --runs peer,jax,jax:sbert-softmax,jax:cosine-mse --json bench/results/quality-zh.json
 
 A run is `peer`, a backend (CoSENT), or `backend:loss` with a `train --loss`.
@@ -27,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT, shared_data_dir  # noqa: E402
+from bench.common import positive_int  # noqa: E402
 
 DATA = {
     "sts-benchmark": ("sts-benchmark", {"train": "stsbenchmark/sts-train.csv",
@@ -105,7 +107,9 @@ def run_one(spec, data, epochs, runs_dir, log, seed=None):
         loss = loss or "cosent"
         stack = f"keras-{backend}"
         suffix = "" if seed is None else f"-seed{seed}"
-        output = runs_dir / f"{data}-{backend}-{loss}{suffix}"
+        # Every option the command varies is in the name: `train` refuses a folder
+        # that holds a run of other options.
+        output = runs_dir / f"{data}-{backend}-{loss}-e{epochs}{suffix}"
         cmd = keras_command(data, epochs, backend, loss, output, seed)
     # `train` reuses a finished run of the same options in place: its figures are
     # an earlier commit's and its wall time is the reuse's.
@@ -148,7 +152,7 @@ def table(rows):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", choices=sorted(DATA), default="sts-benchmark")
-    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--epochs", type=positive_int, default=4)
     p.add_argument("--runs", default="peer,tensorflow,jax,torch",
                    help="comma-separated: peer, a backend, or backend:loss")
     p.add_argument("--json", default=None,

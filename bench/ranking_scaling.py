@@ -182,11 +182,14 @@ def plot(rows, path):
 
 
 def main():
+    from bench.common import positive_float, positive_int, positive_int_list
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated batch sizes")
-    p.add_argument("--repeats", type=int, default=5, help="timed calls per size (median)")
-    p.add_argument("--scale", type=float, default=20.0)
-    p.add_argument("--matrix-limit-gib", type=float, default=4.0,
+    p.add_argument("--sizes", default=DEFAULT_SIZES, type=positive_int_list,
+                   help="comma-separated batch sizes")
+    p.add_argument("--repeats", type=positive_int, default=5, help="timed calls per size (median)")
+    p.add_argument("--scale", type=positive_float, default=20.0)
+    p.add_argument("--matrix-limit-gib", type=positive_float, default=4.0,
                    help="skip the matrix form when it would need more than this")
     p.add_argument("--out", help="JSON lines of the measurements (needed unless --from-jsonl)")
     p.add_argument("--plot", help="the plot (default: --out with .png)")
@@ -209,8 +212,7 @@ def main():
         with open(args.from_jsonl) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     else:
-        sizes = [int(s) for s in args.sizes.split(",")]
-        rows = run_all(sizes, args.repeats, args.scale, args.matrix_limit_gib)
+        rows = run_all(args.sizes, args.repeats, args.scale, args.matrix_limit_gib)
         from bench import harness
 
         harness.write_results(args.out, harness.jsonl(rows),

@@ -48,6 +48,7 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import REPO_ROOT, repeated, seed_list, shared_data_dir  # noqa: E402
+from bench.common import fraction, positive_float, positive_int  # noqa: E402
 from bench.common import run_logged as run  # noqa: E402
 from bench import harness  # noqa: E402
 # The figures kept per run: the columns of `keras-cosent evaluate`'s retrieval table.
@@ -323,10 +324,10 @@ def main():
     p.add_argument("--test", default="stsb-en-test")
     p.add_argument("--test-split", default="test")
     p.add_argument("--backend", default="torch")
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--warmup", type=float, default=0.1)
+    p.add_argument("--epochs", type=positive_int, default=1)
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--lr", type=positive_float, default=2e-5)
+    p.add_argument("--warmup", type=fraction, default=0.1)
     p.add_argument("--seeds", default="42", type=seed_list,
                    help="comma-separated seeds, one run each")
     p.add_argument("--runs", default="zero-shot,keras,peer",
@@ -364,11 +365,19 @@ def main():
     for option, values in (("--runs", runs), ("--variants", variants)):
         if repeated(values):
             p.error(f"{option}: {repeated(values)[0]} is given twice")
+    if args.dev.startswith("slice:"):
+        try:
+            dev_size = positive_int(args.dev[len("slice:"):])
+        except argparse.ArgumentTypeError:
+            p.error(f"--dev {args.dev}: expected slice:N, N a positive number of train queries")
     root = shared_data_dir() / "retrieval"
     for option in ("train", "test") + (() if args.dev.startswith("slice:") else ("dev",)):
         if not (root / getattr(args, option)).is_dir():
             p.error(f"--{option} {getattr(args, option)}: no folder {root / getattr(args, option)}")
-    tag = f"{args.train}-{args.backend}-e{args.epochs}-b{args.batch_size}"
+    # Every option of the runs in their folders' names: `train` refuses a folder that
+    # holds a run of other options, and --peer-mining ours must find this run's rows.
+    tag = (f"{args.train}-{args.train_split}-dev-{args.dev.replace(':', '')}-{args.backend}"
+           f"-e{args.epochs}-b{args.batch_size}-lr{args.lr:g}-w{args.warmup:g}")
     if args.peer_mining == "ours" and "peer" in runs and not (
             "keras" in runs and "mined" in variants):
         # The keras runs of an earlier invocation (same --runs-dir) mined them.
@@ -384,7 +393,7 @@ def main():
     folders = {"train": root / args.train, "test": root / args.test}
     dev_split = None
     if args.dev.startswith("slice:"):
-        carved = carve_dev(folders["train"], args.train_split, int(args.dev[6:]), runs_dir)
+        carved = carve_dev(folders["train"], args.train_split, dev_size, runs_dir)
         folders.update(carved)
         train_split, dev_split = "train", "dev"
     else:

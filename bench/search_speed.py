@@ -165,24 +165,23 @@ def table(rows):
 
 
 def main():
+    from bench.common import positive_int, positive_int_list
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--queries", type=int, default=1000)
-    p.add_argument("--corpus-sizes", default="10000,100000,1000000",
+    p.add_argument("--queries", type=positive_int, default=1000)
+    p.add_argument("--corpus-sizes", default="10000,100000,1000000", type=positive_int_list,
                    help="comma-separated corpus sizes")
-    p.add_argument("--dim", type=int, default=384)
-    p.add_argument("--k", type=int, default=100,
+    p.add_argument("--dim", type=positive_int, default=384)
+    p.add_argument("--k", type=positive_int, default=100,
                    help="results per query (100: RetrievalEvaluator's MAP@100)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--full-sort-limit", type=int, default=100000,
+    p.add_argument("--rounds", type=positive_int, default=3)
+    p.add_argument("--full-sort-limit", type=positive_int, default=100000,
                    help="time the previous full-sort form only up to this many documents")
     p.add_argument("--out", required=True,
                    help="JSON lines, written when every size is measured (until then to "
                    "OUT.partial)")
     args = p.parse_args()
-    sizes = [int(s) for s in args.corpus_sizes.split(",")]
-    bad = [s for s in sizes if s < 1]
-    if bad or args.queries < 1 or args.k < 1 or args.rounds < 1:
-        raise SystemExit("--corpus-sizes, --queries, --k and --rounds should be positive")
+    sizes = args.corpus_sizes
     from bench import harness
 
     context = {"machine": harness.machine(), "versions": harness.versions(),

@@ -43,12 +43,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main():
+    from bench.common import positive_int
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--stack", required=True, choices=["tensorflow", "jax", "torch"])
-    p.add_argument("--pairs", type=int, default=256)
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--pairs", type=positive_int, default=256)
+    p.add_argument("--epochs", type=positive_int, default=4)
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--max-length", type=positive_int, default=64)
     p.add_argument("--off", default="",
                    help="comma-separated `keras_cosent.runtime` pieces to leave off "
                         "(e.g. tf_data_autotune_off,glibc_pool); the rest are on, as "

@@ -47,8 +47,25 @@ def _bench(tmp_path, *args):
     (["-m", "bench", "tool", "gradcache", "--sizes", "16,64"],
      "--mini-batch-size 32: expected 1 to the smallest of --sizes (16)"),
     (["-m", "bench", "tool", "gradcache", "--sizes", "0,64"],
-     "--sizes: expected positive batch sizes, got [0, 64]"),
-    (["-m", "bench", "tool", "gradcache", "--steps", "0"], "--steps: expected a positive count"),
+     "argument --sizes: expected comma-separated positive integers, got '0,64'"),
+    (["-m", "bench", "tool", "gradcache", "--steps", "0"],
+     "argument --steps: expected a positive integer, got '0'"),
+    # These failed only when their run started, after the runs before it.
+    (["-m", "bench", "retrieval", "--batch-size", "0"],
+     "argument --batch-size: expected a positive integer, got '0'"),
+    (["-m", "bench", "retrieval", "--dev", "slice:x"],
+     "--dev slice:x: expected slice:N, N a positive number of train queries"),
+    (["-m", "bench", "retrieval", "--warmup", "1"],
+     "argument --warmup: expected a fraction in [0, 1), got '1'"),
+    (["-m", "bench", "losses", "--lr", "nan"], "argument --lr: expected a positive number, got 'nan'"),
+    (["-m", "bench", "losses", "--weight-decay=-0.1"],
+     "argument --weight-decay: expected a number >= 0, got '-0.1'"),
+    (["-m", "bench", "quality", "--epochs", "0"],
+     "argument --epochs: expected a positive integer, got '0'"),
+    (["-m", "bench", "tool", "ranking-scaling", "--sizes", "64,x"],
+     "argument --sizes: expected comma-separated positive integers, got '64,x'"),
+    (["-m", "bench", "tool", "search-speed", "--corpus-sizes", "1000,0"],
+     "argument --corpus-sizes: expected comma-separated positive integers, got '1000,0'"),
 ])
 def test_bad_arguments_are_refused_before_any_run(tmp_path, args, says):
     out = tmp_path / "out.jsonl"
