@@ -10,6 +10,9 @@ import dataclasses
 
 import numpy as np
 
+from keras_cosent.utils.arguments import FLOAT32_EXACT_INTEGERS
+from keras_cosent.utils.arguments import first_inexact_integer
+
 
 @dataclasses.dataclass
 class PairDataset:
@@ -84,6 +87,14 @@ class PairDataset:
                     f"`labels` should be numbers (scores or class ids). Received dtype "
                     f"{self.labels.dtype} (source: {self.source!r}); read class names with "
                     "`read_columns(..., classes=True)`."
+                )
+            inexact = first_inexact_integer(self.labels)
+            if inexact is not None:
+                raise ValueError(
+                    f"`labels` are read in float32 by the losses, which cannot tell integers "
+                    f"beyond 2**24 = {FLOAT32_EXACT_INTEGERS} apart. Received {inexact[1]} at "
+                    f"row {inexact[0]} (source: {self.source!r}); renumber the class ids 0, "
+                    "1, ..."
                 )
             bad = np.flatnonzero(~np.isfinite(self.labels.astype("float64")))
             if bad.size:

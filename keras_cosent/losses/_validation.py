@@ -9,10 +9,12 @@ import numpy as np
 from keras import ops
 
 from keras_cosent.compat import reduce_loss_values
+from keras_cosent.utils.arguments import FLOAT32_EXACT_INTEGERS
 from keras_cosent.utils.arguments import check_bool  # noqa: F401  (the losses' import point)
 from keras_cosent.utils.arguments import check_finite_float  # noqa: F401
 from keras_cosent.utils.arguments import check_non_negative_float  # noqa: F401
 from keras_cosent.utils.arguments import check_positive_float  # noqa: F401
+from keras_cosent.utils.arguments import first_inexact_integer
 
 
 def check_one_of(name, value, options):
@@ -75,6 +77,13 @@ def check_labels_given(y_true, loss_name, labels="labels"):
             f"`{loss_name}` reads {labels} from `y_true` as numbers; received text "
             f"(first: {first!r}). Map class names to ids 0, 1, ... first, as "
             "`keras_cosent.data.read_columns(..., classes=True)` does."
+        )
+    inexact = first_inexact_integer(y_true)
+    if inexact is not None:
+        raise ValueError(
+            f"`{loss_name}` reads {labels} from `y_true` in float32, which cannot tell "
+            f"integers beyond 2**24 = {FLOAT32_EXACT_INTEGERS} apart; received "
+            f"{inexact[1]} at index {inexact[0]}. Renumber the ids 0, 1, ..."
         )
     return y_true
 

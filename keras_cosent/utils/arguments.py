@@ -21,6 +21,25 @@ def is_number(value):
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
+# Integers up to 2**24 are exact in float32, the dtype Keras losses read `y_true`
+# in; beyond it neighbours round to one value (2**24 + 1 reads as 2**24).
+FLOAT32_EXACT_INTEGERS = 2**24
+
+
+def first_inexact_integer(values):
+    """`(index, value)` of the first integer label float32 cannot hold exactly, else None.
+
+    Only NumPy integer arrays (and lists of ints) are looked at: two class or
+    group ids beyond 2**24 may compare equal once a loss reads them as float32.
+    """
+    values = np.asarray(values) if isinstance(values, (list, tuple)) else values
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu" or not values.size:
+        return None
+    flat = values.ravel()
+    beyond = np.flatnonzero(np.abs(flat.astype("float64")) > FLOAT32_EXACT_INTEGERS)
+    return (int(beyond[0]), flat[beyond[0]].item()) if beyond.size else None
+
+
 def is_log_name(value):
     """True for a non-empty string of letters, digits, '_' or '-': a name that a
     log key (`loss_<name>`) can hold and that no spec separator (':', ',') splits."""

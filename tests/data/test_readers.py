@@ -521,6 +521,9 @@ def test_pair_dataset_container():
      r"`labels` should be finite. Received nan at row 1 \(1 non-finite"),
     ([["a", "b"], ["c", "d"]], np.array([np.inf, 2.0]), "Received inf at row 0"),
     ([["a", "b"], ["c", "d"]], np.array(["x", "y"]), r"should be numbers.*dtype <U1"),
+    # Class ids a float32 loss would merge (2**24 + 1 reads as 2**24).
+    ([["a", "b"], ["c", "d"]], np.array([2**24, 2**24 + 1], "int64"),
+     r"cannot tell integers beyond 2\*\*24 = 16777216 apart\. Received 16777217 at row 1"),
     ([["a", None], ["c", "d"]], None, r"Column 0, row 1 should be a text \(str\). Received: "
                                       "None of type NoneType"),
     ([["a", "b"], ["c", float("nan")]], None, "Column 1, row 1 .* of type float"),

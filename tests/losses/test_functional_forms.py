@@ -188,6 +188,17 @@ def test_text_labels_are_refused_naming_y_true(case, labels):
         loss(labels[:len(PAIRS)])
 
 
+@pytest.mark.parametrize("labels", [np.array([0, 2**24, 2**24 + 1, 3], "int64"),
+                                    [0, 2**24, 2**24 + 1, 3]], ids=["array", "list"])
+def test_integer_labels_that_float32_merges_are_refused(labels):
+    # Read in float32, the ids 2**24 and 2**24 + 1 were one class: SupCon saw a
+    # positive pair where there was none.
+    with pytest.raises(ValueError, match=r"`SupConLoss` reads class labels from `y_true` in "
+                                         r"float32.*received 16777217 at index 2"):
+        SupConLoss()(labels, PAIRS[:, 0])
+    SupConLoss()(np.array([0, 1, 2, 2**24], "int64"), PAIRS[:, 0])  # exact: accepted
+
+
 @pytest.mark.parametrize("loss", [CoSENTLoss(), AnglELoss(), CosineMSELoss(), SupConLoss(),
                                   InfoNCELoss(mask_false_negatives=True)],
                          ids=lambda loss: type(loss).__name__)
