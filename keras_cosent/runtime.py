@@ -112,9 +112,17 @@ _records = {}
 _undo = {}
 
 
+# Keras 3's backends; the pieces apply to the first three.
+KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
+
+
 def current_backend(backend=None):
     """`backend`, else the running Keras' backend, else `KERAS_BACKEND`, else tensorflow."""
     if backend is not None:
+        # A misspelt name ("pytorch") would match no piece and turn them all off.
+        if not isinstance(backend, str) or backend not in KERAS_BACKENDS:
+            raise ValueError(f"`backend` should be one of {KERAS_BACKENDS} or None. "
+                             f"Received: `backend`={backend!r}")
         return backend
     keras = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "backend"):
@@ -192,6 +200,10 @@ def _names(pieces):
         return list(PIECES)
     if isinstance(pieces, str):
         pieces = [pieces]
+    if not isinstance(pieces, (list, tuple, set)) or not all(
+            isinstance(name, str) for name in pieces):
+        raise ValueError("`pieces` should be a piece name, a list of them, or None. "
+                         f"Received: `pieces`={pieces!r}")
     unknown = [name for name in pieces if name not in PIECES]
     if unknown:
         raise ValueError(f"Unknown runtime pieces {unknown}. Expected names from {list(PIECES)}.")

@@ -137,6 +137,21 @@ def test_pieces_of_another_backend_stay_off_and_unknown_names_are_refused():
         runtime.enable(["fast_mode"])
 
 
+@pytest.mark.parametrize("kwargs, says", [
+    # A misspelt backend matched no piece: every one came back off, without a word.
+    ({"backend": "pytorch"}, r"`backend` should be one of \('tensorflow', 'jax', 'torch'.*"
+                             r"Received: `backend`='pytorch'"),
+    ({"pieces": 5}, r"`pieces` should be a piece name, a list of them, or None\. "
+                    r"Received: `pieces`=5"),
+    ({"pieces": [None]}, r"Received: `pieces`=\[None\]"),
+])
+def test_a_bad_backend_or_pieces_argument_is_refused_before_any_change(kwargs, says):
+    before = runtime.active()
+    with pytest.raises(ValueError, match=says):
+        runtime.enable(**kwargs)
+    assert runtime.active() == before
+
+
 # === glibc_pool ===
 
 # One worker thread allocates, fills and frees a block as large as a JAX MiniLM
