@@ -17,7 +17,6 @@ Imported lazily by `recipes.training`, after the Keras backend is chosen.
 """
 
 import time
-import warnings
 
 import keras
 
@@ -102,11 +101,7 @@ def train_stages(config, directory, env, backup_dir):
             ]
             env.note(f"stage {stage}: {loss} on {len(setup.dataset)} rows ({dataset.source}): "
                      f"{epochs} epoch(s) x {len(setup.batches)} steps")
-            with warnings.catch_warnings(), to_stderr():
-                warnings.filterwarnings(
-                    "ignore", message=r"Gradients do not exist for variables "
-                    r"\['pooled_dense/\w+', 'pooled_dense/\w+'\]"
-                )
+            with to_stderr():
                 setup.model.fit(setup.batches, epochs=epochs, callbacks=callbacks, verbose=1,
                                 shuffle=False)
             if rows:

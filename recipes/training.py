@@ -590,14 +590,7 @@ def _train_encoder(config, directory, env, backup_dir):
                "every batch is full)" if dropped else "")
         )
     start = time.time()
-    with warnings.catch_warnings(), to_stderr():
-        # BERT backbones carry a pooler ("pooled_dense") that sentence pooling
-        # does not use; Keras warns on every run that it gets no gradient. Any
-        # other variable without a gradient is still reported.
-        warnings.filterwarnings(
-            "ignore", message=r"Gradients do not exist for variables \['pooled_dense/\w+', "
-            r"'pooled_dense/\w+'\]"
-        )
+    with to_stderr():
         # shuffle=False: the batches shuffle themselves from the seed and the
         # epoch number, which a resumed run restores; Keras' own shuffle of the
         # batch order draws from Python's global generator, which it would not.

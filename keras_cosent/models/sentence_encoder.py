@@ -180,6 +180,7 @@ class SentenceEncoder(keras.Model):
         if "segment_ids" not in backbone_keys:
             inputs.pop("segment_ids")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        _freeze_unused_pooler(backbone)
         self.backbone = backbone
         self.pooling_layer = pooling_layer
         self.normalization = normalization
@@ -197,6 +198,19 @@ class SentenceEncoder(keras.Model):
         # CPU, as `compile` does (see `resolve_jit_compile`).
         if resolve_jit_compile(self) is True:
             self.jit_compile = True
+
+    @property
+    def trainable(self):
+        return keras.Model.trainable.fget(self)
+
+    @trainable.setter
+    def trainable(self, value):
+        # Keras sets every sublayer: the unused pooler stays frozen through a
+        # freeze and unfreeze of the encoder (its backbone's own setter sets it).
+        keras.Model.trainable.fset(self, value)
+        backbone = getattr(self, "backbone", None)  # unset during Model.__init__
+        if backbone is not None:
+            _freeze_unused_pooler(backbone)
 
     def compile(self, *args, jit_compile="auto", **kwargs):
         """`keras.Model.compile`, with XLA on for TensorFlow even on CPU.
@@ -536,6 +550,21 @@ def _check_vocabulary_fits(tokenizer, backbone):
             f"embedding has {rows} rows: ids {rows} to {size - 1} have no embedding. "
             "Pair the tokenizer with the backbone of the same checkpoint."
         )
+
+
+def _freeze_unused_pooler(backbone):
+    """Makes a BERT backbone's pooler (`pooled_dense`) non-trainable.
+
+    No pooling mode reads it. Trainable, it got no gradient: Keras warned on every
+    training step on TensorFlow and PyTorch, and JAX, which hands it zeros, let
+    AdamW decay it. Frozen, it keeps the checkpoint's values on every backend, as
+    PyTorch's AdamW leaves sentence-transformers' pooler. Run on every construction
+    (a reloaded backbone comes back trainable) and whenever the encoder's
+    `trainable` is set; `backbone.trainable = True` makes the pooler trainable.
+    """
+    for layer in backbone.layers:
+        if layer.name == "pooled_dense":
+            layer.trainable = False
 
 
 def _sequence_output(outputs):

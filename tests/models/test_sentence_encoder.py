@@ -3,11 +3,13 @@
 import os
 import subprocess
 import sys
+import warnings
 
 import keras
 import numpy as np
 import pytest
 
+import keras_cosent
 from keras_cosent.data.padding import pad_batch
 from keras_cosent.models import SentenceEncoder
 from keras_cosent.models import checkpoints
@@ -609,3 +611,30 @@ def test_backbone_without_segment_ids():
 def test_default_checkpoint_is_packaged_minilm():
     path = checkpoints.default_checkpoint()
     assert isinstance(path, str) and os.path.isfile(os.path.join(path, "config.json"))
+
+
+def test_the_unused_bert_pooler_is_frozen_through_training_and_reloading(tmp_path):
+    # No pooling mode reads `pooled_dense`. Trainable, it made Keras warn on every
+    # step that it had no gradient (TensorFlow, PyTorch), and JAX's AdamW decayed it.
+    encoder = make_tiny_encoder(num_layers=1)
+    pooler = encoder.backbone.get_layer("pooled_dense")
+    before = [keras.ops.convert_to_numpy(w) for w in pooler.weights]
+    encoder.trainable = False
+    encoder.trainable = True  # a freeze and unfreeze (staged training) keeps it frozen
+    assert not {id(w) for w in pooler.weights} & {id(w) for w in encoder.trainable_weights}
+    dataset = keras_cosent.data.PairDataset(
+        [["a cat sat", "the dog ran", "a bird flew", "the cat ran"],
+         ["the cat sat", "a dog ran", "the bird sat", "a cat flew"]],
+        np.array([4.0, 3.0, 1.0, 2.0], "float32"), source="inline")
+    setup = keras_cosent.training.build(encoder, dataset, "cosent", batch_size=4, epochs=1,
+                                        learning_rate=1e-2, weight_decay=0.5, warmup=0.0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Gradients do not exist")
+        setup.model.fit(setup.batches, epochs=1, verbose=0, shuffle=False)
+    for got, want in zip(pooler.weights, before):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(got), want)
+    path = tmp_path / "encoder.keras"
+    encoder.save(path)
+    restored = keras.saving.load_model(path)
+    assert restored.backbone.get_layer("pooled_dense").trainable is False
+    assert len(restored.trainable_weights) == len(encoder.trainable_weights)

@@ -5,8 +5,6 @@ per anchor over all the batch's second sentences (temperature 0.05), averaged ov
 the pairs scored above 2.5, plus 0.5 x CoSENT (scale 20) over all pairs.
 """
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -76,17 +74,15 @@ def test_over_nli_rows_the_positives_are_the_entailments():
 
 @pytest.mark.heavy
 def test_one_fit_step_equals_the_numpy_reference():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the unused BERT pooler gets no gradient
-        setup = build(tiny_encoder(), pairs(), "infonce:1.0,cosent:0.5",
-                      batch_size=len(FIRST), epochs=1, learning_rate=1e-3)
-        assert isinstance(setup.loss, JointLoss) and len(setup.batches) == 1
-        # The InfoNCE term takes scores as labels, so it must not mask "groups".
-        assert setup.loss.losses[0].mask_false_negatives is False
-        embeddings = np.stack(
-            [setup.encoder.encode(FIRST), setup.encoder.encode(SECOND)], axis=1
-        ).astype("float64")
-        history = setup.model.fit(setup.batches, epochs=1, shuffle=False, verbose=0).history
+    setup = build(tiny_encoder(), pairs(), "infonce:1.0,cosent:0.5",
+                  batch_size=len(FIRST), epochs=1, learning_rate=1e-3)
+    assert isinstance(setup.loss, JointLoss) and len(setup.batches) == 1
+    # The InfoNCE term takes scores as labels, so it must not mask "groups".
+    assert setup.loss.losses[0].mask_false_negatives is False
+    embeddings = np.stack(
+        [setup.encoder.encode(FIRST), setup.encoder.encode(SECOND)], axis=1
+    ).astype("float64")
+    history = setup.model.fit(setup.batches, epochs=1, shuffle=False, verbose=0).history
     infonce_rows = reference_infonce(np.arange(len(FIRST)), embeddings, 0.05, False, False)
     infonce = infonce_rows[SCORES > 2.5].mean()
     cosent = reference_cosent(SCORES, reference_cosines(embeddings), 20.0)

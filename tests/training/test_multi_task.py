@@ -42,29 +42,27 @@ class ServeEpoch(keras.callbacks.Callback):
 @pytest.mark.parametrize("sampling, packing", [("proportional", True), ("round-robin", False)])
 @pytest.mark.heavy
 def test_each_batch_gets_its_own_datasets_loss(sampling, packing):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the unused BERT pooler gets no gradient
-        setup = build_multi(
-            tiny_encoder(), [(pairs(), "cosent", {"scale": 20.0}),
-                             Task(triplets(), "triplet", {"margin": 0.5}, name="nli")],
-            sampling=sampling, batch_size=2, epochs=1, learning_rate=1e-12, warmup=0.0,
-            packing=packing,
-        )
-        expected = {"cosent": [], "nli": []}
-        for i in range(len(setup.batches)):
-            x, y = setup.batches[i]
-            embeddings = np.asarray(keras.ops.convert_to_numpy(setup.model(x)), "float64")
-            if int(y[0, 1]) == 0:
-                assert embeddings.shape[1] == 2
-                expected["cosent"].append(
-                    reference_cosent(y[:, 0], reference_cosines(embeddings), 20.0))
-            else:
-                assert embeddings.shape[1] == 3
-                expected["nli"].append(reference_triplet(embeddings, 0.5, "cosine"))
-        # Keras ends an epoch of the batches once before training (after building the
-        # model on a batch); the callback serves epoch 0, as ResumableTraining does.
-        history = setup.model.fit(setup.batches, epochs=1, shuffle=False, verbose=0,
-                                  callbacks=[ServeEpoch(setup.batches)]).history
+    setup = build_multi(
+        tiny_encoder(), [(pairs(), "cosent", {"scale": 20.0}),
+                         Task(triplets(), "triplet", {"margin": 0.5}, name="nli")],
+        sampling=sampling, batch_size=2, epochs=1, learning_rate=1e-12, warmup=0.0,
+        packing=packing,
+    )
+    expected = {"cosent": [], "nli": []}
+    for i in range(len(setup.batches)):
+        x, y = setup.batches[i]
+        embeddings = np.asarray(keras.ops.convert_to_numpy(setup.model(x)), "float64")
+        if int(y[0, 1]) == 0:
+            assert embeddings.shape[1] == 2
+            expected["cosent"].append(
+                reference_cosent(y[:, 0], reference_cosines(embeddings), 20.0))
+        else:
+            assert embeddings.shape[1] == 3
+            expected["nli"].append(reference_triplet(embeddings, 0.5, "cosine"))
+    # Keras ends an epoch of the batches once before training (after building the
+    # model on a batch); the callback serves epoch 0, as ResumableTraining does.
+    history = setup.model.fit(setup.batches, epochs=1, shuffle=False, verbose=0,
+                              callbacks=[ServeEpoch(setup.batches)]).history
     counts = setup.batches.batches_per_task
     assert counts == ([4, 2] if sampling == "proportional" else [2, 2])
     assert [len(expected["cosent"]), len(expected["nli"])] == counts
