@@ -19,6 +19,7 @@ from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.data.packing import PACKED_KEYS
 from keras_cosent.data.packing import PER_SENTENCE_KEYS
 from keras_cosent.models import compile_config
+from keras_cosent.models import epoch_batches
 from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
 
@@ -96,6 +97,13 @@ class SiameseEncoder(keras.Model):
         names = getattr(self.loss, "names", ()) if callable(terms) else ()
         self.term_trackers = compile_config.loss_trackers(names)
         distributed.prepare_model(self)
+
+    def fit(self, *args, **kwargs):
+        """`keras.Model.fit`; batches with a `set_epoch` method (`PairBatches`,
+        `MultiBatches`) serve epoch k the batches planned for epoch k
+        (`keras_cosent.models.epoch_batches`)."""
+        args, kwargs = epoch_batches.with_epoch_batches(super().fit, args, kwargs)
+        return super().fit(*args, **kwargs)
 
     @property
     def metrics(self):

@@ -6,6 +6,7 @@ from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.layers.softmax_classifier_head import SoftmaxClassifierHead
 from keras_cosent.models import compile_config
+from keras_cosent.models import epoch_batches
 from keras_cosent.models.xla import resolve_jit_compile
 from keras_cosent.utils.arguments import is_int
 
@@ -87,6 +88,13 @@ class SoftmaxClassifierModel(keras.Model):
         if self.head.built and self.siamese.built:
             self.built = True  # for Keras' BackupAndRestore, as SiameseEncoder
         distributed.prepare_model(self)
+
+    def fit(self, *args, **kwargs):
+        """`keras.Model.fit`; batches with a `set_epoch` method (`PairBatches`,
+        `MultiBatches`) serve epoch k the batches planned for epoch k
+        (`keras_cosent.models.epoch_batches`)."""
+        args, kwargs = epoch_batches.with_epoch_batches(super().fit, args, kwargs)
+        return super().fit(*args, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The loss over the global batch, when a batch is split over devices.

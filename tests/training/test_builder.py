@@ -292,3 +292,51 @@ def test_mixed_precision_trains_to_finite_losses(policy):
     setup = _build_under(policy)
     history = setup.model.fit(setup.batches, epochs=1, verbose=0).history["loss"]
     assert len(history) == 1 and np.all(np.isfinite(history)), history
+
+
+class _ServedEpochs(keras.callbacks.Callback):
+    """Records the epoch whose plan the batches serve at every step."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches, self.served = batches, []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.served.append(self.batches.epoch)
+
+
+def _fit_two_epochs(objective, backup_dir=None, positional=False):
+    """The epochs served at each step, and the trained weights."""
+    dataset = pairs()
+    if objective == "sbert-softmax":
+        dataset.labels = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    setup = build(tiny_encoder(), dataset, objective, batch_size=2, epochs=2,
+                  learning_rate=1e-2, warmup=0.0)
+    # Without XLA: TensorFlow compiled each of these tiny models for seconds.
+    setup.model.compile(optimizer=setup.optimizer, loss=setup.loss, jit_compile=False)
+    served = _ServedEpochs(setup.batches)
+    callbacks = [served] + ([keras_cosent.callbacks.ResumableTraining(
+        backup_dir, setup.batches)] if backup_dir else [])
+    if positional:  # fit(x, y, batch_size, epochs, verbose, callbacks)
+        setup.model.fit(setup.batches, None, None, 2, 0, callbacks, shuffle=False)
+    else:
+        setup.model.fit(setup.batches, epochs=2, verbose=0, callbacks=callbacks, shuffle=False)
+    return served.served, [keras.ops.convert_to_numpy(w) for w in setup.model.trainable_weights]
+
+
+def test_a_plain_fit_trains_epoch_k_on_plan_k_as_the_command_does(tmp_path):
+    # Keras' fit ends an epoch of the data once before training (it reads a batch
+    # to build the step): a plain fit trained epoch k on plan k + 1, and ended
+    # elsewhere than the same run under ResumableTraining (keras-cosent train).
+    plain, plain_weights = _fit_two_epochs("cosent")
+    assert plain == [0] * 4 + [1] * 4
+    resumed, resumed_weights = _fit_two_epochs("cosent", backup_dir=tmp_path / "backup")
+    assert resumed == plain
+    for got, want in zip(plain_weights, resumed_weights):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("objective, positional", [("cosent", True), ("sbert-softmax", False)])
+def test_fit_serves_each_epochs_plan_to_every_training_model(objective, positional):
+    # SoftmaxClassifierModel is no SiameseEncoder; callbacks may come positionally.
+    assert _fit_two_epochs(objective, positional=positional)[0] == [0] * 4 + [1] * 4
