@@ -88,6 +88,34 @@ def check_labels_given(y_true, loss_name, labels="labels"):
     return y_true
 
 
+def check_sample_weight(sample_weight, y_pred, loss_name):
+    """Raises unless `sample_weight` is None, one number, or one weight per row of `y_pred`.
+
+    Keras multiplies the weights into the loss's values by broadcasting: a loss
+    of one value per batch took any number of weights (their mean rescaled it),
+    and one of a value per row failed with the backend's own message.
+    """
+    if sample_weight is None:
+        return
+    shape = _shape(sample_weight)
+    if not shape:
+        return
+    rows = _shape(y_pred)[:1]
+    rows = rows[0] if rows else None
+    if (len(shape) > 2 or (len(shape) == 2 and shape[1] not in (1, None))
+            or (shape[0] is not None and rows is not None and shape[0] != rows)):
+        raise ValueError(
+            f"`{loss_name}` takes one `sample_weight` per row of `y_pred` ({rows}): shape "
+            f"(batch,) or (batch, 1). Received shape {shape}."
+        )
+
+
+def _shape(value):
+    """A tensor's, array's or nested list's shape, as a tuple."""
+    shape = getattr(value, "shape", None)
+    return tuple(np.shape(value) if shape is None else shape)
+
+
 def _first_text(y_true):
     """The first string label of a host `y_true` (str, list, NumPy array), else None."""
     if isinstance(y_true, (str, bytes)):
@@ -126,6 +154,7 @@ class LabelsCheckedLoss(keras.losses.Loss):
         return y_true
 
     def __call__(self, y_true, y_pred, sample_weight=None):
+        check_sample_weight(sample_weight, y_pred, type(self).__name__)
         return super().__call__(self._checked_labels(y_true), y_pred, sample_weight=sample_weight)
 
 
@@ -142,6 +171,7 @@ class WeightsPassingLoss(LabelsCheckedLoss):
     def __call__(self, y_true, y_pred, sample_weight=None):
         if sample_weight is None:
             return super().__call__(y_true, y_pred)
+        check_sample_weight(sample_weight, y_pred, type(self).__name__)
         # Converted as Keras' `Loss.__call__` converts them before `call`.
         y_true, y_pred, sample_weight = keras.tree.map_structure(
             lambda x: ops.convert_to_tensor(x, dtype=self.dtype),

@@ -5,6 +5,8 @@ size (`reduction="mean_with_sample_weight"`: by the weights' sum); a loss of one
 value per batch is rescaled by the weights' mean.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -67,3 +69,23 @@ def test_a_loss_of_one_value_per_batch_is_rescaled_by_the_mean_weight(name):
             CLASSES, rows, 0.1)
     got = loss(labels, rows.astype("float32"), sample_weight=WEIGHTS)
     np.testing.assert_allclose(float(got), expected * WEIGHTS.mean(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("weights", [[2.0, 2.0, 2.0], np.full(7, 3.0), np.full((6, 2), 2.0)],
+                         ids=["short", "long", "two-per-row"])
+@pytest.mark.parametrize("name", ["cosent", "infonce", "joint"])
+def test_weights_that_are_not_one_per_row_are_refused_naming_the_loss(name, weights):
+    # A loss of one value per batch took any number of weights (their mean
+    # rescaled it); a loss of one per row failed with the backend's own message.
+    rows = _rows(2).astype("float32")
+    loss = {"cosent": keras_cosent.losses.CoSENTLoss(),
+            "infonce": keras_cosent.losses.InfoNCELoss(),
+            "joint": keras_cosent.losses.JointLoss([keras_cosent.losses.InfoNCELoss(),
+                                                    keras_cosent.losses.CoSENTLoss()])}[name]
+    shape = np.shape(weights)
+    with pytest.raises(ValueError, match=re.escape(
+            f"`{type(loss).__name__}` takes one `sample_weight` per row of `y_pred` (6): "
+            f"shape (batch,) or (batch, 1). Received shape {shape}.")):
+        loss(SCORES, rows, sample_weight=weights)
+    for accepted in (np.ones(6), np.ones((6, 1)), 2.0):
+        assert np.isfinite(float(loss(SCORES, rows, sample_weight=accepted)))
