@@ -31,6 +31,16 @@ import numpy as np
 from keras_cosent import compat
 
 
+def is_missing_folder(preset):
+    """True when `preset` reads as a local path (a separator, or a leading '.') that
+    does not exist. keras-hub would take it for a preset name and answer with an
+    "Unknown preset identifier" listing every kind of handle."""
+    preset = os.fspath(preset)
+    if os.path.exists(preset) or preset.startswith(("kaggle://", "hf://", "gs://")):
+        return False
+    return os.sep in preset or preset.startswith(".")
+
+
 def default_checkpoint():
     """Returns the folder of the packaged all-MiniLM-L6-v2 checkpoint, as a str.
 

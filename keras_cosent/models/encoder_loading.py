@@ -116,8 +116,9 @@ def resolve_checkpoint(model):
         return default_checkpoint()
     if os.path.isdir(model):
         return os.path.abspath(model)
-    is_uri = model.startswith(("kaggle://", "hf://", "gs://"))
-    if not is_uri and (os.sep in model or model.startswith(".")):
+    from keras_cosent.models.checkpoints import is_missing_folder
+
+    if is_missing_folder(model):
         raise FileNotFoundError(f"MODEL {model!r}: no such directory or `.keras` file")
     return model
 

@@ -416,6 +416,8 @@ class SentenceEncoder(keras.Model):
                 the backbone's `max_position_embeddings`, or a `hidden_act`
                 other than GELU (`"relu"`, say), which keras-hub's backbone
                 would replace with GELU.
+            FileNotFoundError: for a local path (with a separator, or starting
+                with '.') that does not exist.
         """
         import keras_hub
 
@@ -424,6 +426,11 @@ class SentenceEncoder(keras.Model):
         if path_or_preset is None:
             path_or_preset = checkpoints.default_checkpoint()
         preset = str(path_or_preset)
+        if checkpoints.is_missing_folder(preset):
+            raise FileNotFoundError(
+                f"`path_or_preset`={preset!r}: no such folder (a keras-hub preset is a name "
+                "such as 'bert_base_en_uncased', or a 'hf://', 'kaggle://' or 'gs://' handle)"
+            )
         st = st_config.read_sentence_transformers_config(preset) or {}
         # Older sentence-transformers folders keep the model in `0_Transformer/`.
         preset = st.get("transformer_dir") or preset

@@ -1,6 +1,7 @@
 """SentenceEncoder on tiny random backbones: shapes, pooling, text utilities, saving."""
 
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -638,3 +639,13 @@ def test_the_unused_bert_pooler_is_frozen_through_training_and_reloading(tmp_pat
     restored = keras.saving.load_model(path)
     assert restored.backbone.get_layer("pooled_dense").trainable is False
     assert len(restored.trainable_weights) == len(encoder.trainable_weights)
+
+
+@pytest.mark.parametrize("name", ["nope/minilm", "./minilm", "../minilm"])
+def test_from_checkpoint_names_a_local_folder_that_does_not_exist(tmp_path, monkeypatch, name):
+    # keras-hub took it for a preset name: "Unknown preset identifier", then every
+    # kind of handle, without saying that the folder was missing.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=re.escape(
+            f"`path_or_preset`={name!r}: no such folder (a keras-hub preset is a name")):
+        SentenceEncoder.from_checkpoint(name)
