@@ -21,7 +21,9 @@ class PairDataset:
     Args:
         columns: one list of strings per column, all of the same length, e.g.
             `[sentences1, sentences2]` for scored pairs or
-            `[anchors, positives, hard_negatives]` for InfoNCE triplets.
+            `[anchors, positives, hard_negatives]` for InfoNCE triplets. The
+            texts of the first two columns may not be blank; a negative may
+            (as a corpus document may be empty).
         labels: `None` (unlabelled, e.g. SimCSE or triplets) or a 1-D numpy
             array with one label per row (float32 scores or int32 classes).
         source: where the rows came from (usually the file path).
@@ -50,6 +52,13 @@ class PairDataset:
     classes: list = None
 
     def __post_init__(self):
+        if isinstance(self.columns, dict):
+            # Iterated, a dict gives its keys: column 0 was its first key.
+            raise ValueError(
+                "`columns` should be a list of text columns, not a dict (its keys would be "
+                f"read as the columns); pass `list(columns.values())`. Received keys "
+                f"{list(self.columns)!r:.80} (source: {self.source!r})."
+            )
         if isinstance(self.columns, str) or len(self.columns) == 0:
             raise ValueError("`columns` should be a non-empty list of text columns. Received: "
                              f"`columns`={self.columns!r:.80} (source: {self.source!r}).")
@@ -67,6 +76,14 @@ class PairDataset:
                     raise ValueError(
                         f"Column {index}, row {row} should be a text (str). Received: "
                         f"{text!r:.80} of type {type(text).__name__} (source: {self.source!r})."
+                    )
+                if index < 2 and not text.strip():
+                    # The readers refuse these; trained, each is "[CLS] [SEP]", one
+                    # embedding shared by every blank text. A negative (column 2
+                    # on) may be blank, as a corpus document may be.
+                    raise ValueError(
+                        f"Column {index}, row {row} is blank. Received: {text!r:.80} "
+                        f"(source: {self.source!r})."
                     )
         lengths = [len(column) for column in self.columns]
         if len(set(lengths)) != 1:

@@ -527,8 +527,13 @@ def test_pair_dataset_container():
     ([["a", None], ["c", "d"]], None, r"Column 0, row 1 should be a text \(str\). Received: "
                                       "None of type NoneType"),
     ([["a", "b"], ["c", float("nan")]], None, "Column 1, row 1 .* of type float"),
+    # Readers refuse blank texts; trained, every one was the same "[CLS] [SEP]".
+    ([["a", "  "], ["c", "d"]], None, r"Column 0, row 1 is blank\. Received: '  '"),
+    ([["a", "b"], ["\t", "d"], ["e", "f"]], None, r"Column 1, row 0 is blank"),
     (["ab", "cd"], None, "Column 0 should be a list of texts, not one string. Received: 'ab'"),
     ("ab", None, "`columns` should be a non-empty list"),
+    ({"s1": ["a"], "s2": ["b"]}, None,
+     r"`columns` should be a list of text columns, not a dict .* Received keys \['s1', 's2'\]"),
 ])
 def test_pair_dataset_refuses_rows_no_reader_would_return(columns, labels, message):
     # The readers refuse these with file and line; a dataset built in code gets the
