@@ -131,6 +131,8 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
     from recipes.model_loading import load_encoder
     from recipes.reporting import results_table
 
+    # As `data`: a path absolute, so the JSON names it from anywhere; a preset name as given.
+    model_record = os.path.abspath(model) if os.path.exists(model) else model
     if task == "sts":
         from recipes.data_loading import read_scored_pairs
         from recipes.evaluation import evaluate_sts
@@ -141,7 +143,7 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         encoder = load_encoder(model, max_length=max_length)
         result = evaluate_sts(encoder, dataset, batch_size=batch_size, note=env.note)
         name = os.path.basename(data)
-        record = {"model": model, "data": os.path.abspath(data), "format": format, **result}
+        record = {"model": model_record, "data": os.path.abspath(data), "format": format, **result}
     elif task == "clustering":
         from recipes.data_loading import read_labelled_texts
         from recipes.evaluation import evaluate_clustering
@@ -151,7 +153,7 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
         result = evaluate_clustering(encoder, texts, labels, batch_size=batch_size,
                                      note=env.note)
         name = os.path.basename(data)
-        record = {"model": model, "data": os.path.abspath(data), "task": task,
+        record = {"model": model_record, "data": os.path.abspath(data), "task": task,
                   "text_column": text_column, "label_column": label_column, **result}
     else:
         from recipes.data_loading import read_retrieval_folder
@@ -166,7 +168,7 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
                                     per_query=per_query, use_faiss=use_faiss,
                                     ignore_identical_ids=ignore_identical_ids, note=env.note)
         name = f"{os.path.basename(os.path.normpath(data))} ({split})"
-        record = {"model": model, "data": os.path.abspath(data), "task": task, "split": split,
+        record = {"model": model_record, "data": os.path.abspath(data), "task": task, "split": split,
                   "top_k": top_k, "search": "faiss" if use_faiss else "numpy",
                   "ignore_identical_ids": ignore_identical_ids, **result}
         result = {key: value for key, value in result.items() if key != "per_query"}

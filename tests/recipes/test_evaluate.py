@@ -24,11 +24,14 @@ def assert_equals_scipy(record, encoder, first, second, scores):
     assert record["pearson"] == pytest.approx(100 * stats.pearsonr(scores, cosines)[0], abs=1e-3)
 
 
-def test_json_matches_scipy_on_numpy_cosines(cli, trained_run, tmp_path):
+def test_json_matches_scipy_on_numpy_cosines(cli, trained_run, tmp_path, monkeypatch):
     out = tmp_path / "eval.json"
-    result = cli("evaluate", trained_run["output"], trained_run["dev"], "--json", out)
+    # MODEL given relative to the working directory is recorded as an absolute path.
+    monkeypatch.chdir(trained_run["output"].parent)
+    result = cli("evaluate", trained_run["output"].name, trained_run["dev"], "--json", out)
     assert result.exit_code == 0, result.output
     record = json.loads(out.read_text())
+    assert record["model"] == str(trained_run["output"].resolve())
 
     first, second, scores = read_pairs(trained_run["dev"])
     encoder = keras.saving.load_model(trained_run["output"] / "encoder.keras")
