@@ -585,6 +585,14 @@ def check_combinations(ctx, options):
         raise click.BadParameter(
             "give --train or --train-retrieval, not both", param_hint="--train-retrieval"
         )
+    if (options["train"] is None and options["train_retrieval"] is None
+            and _typed_otherwise(ctx, options, "format")):
+        # The demo set would have been read in it.
+        raise click.BadParameter(
+            "describes --train files, and none is given (the packaged demo set is "
+            "pair-tsv); for --dev and --test files use --eval-format",
+            param_hint="--format",
+        )
     if options["dev_retrieval_holdout"] is not None and options["train_retrieval"] is None:
         raise click.BadParameter(
             "holds out queries of --train-retrieval as the dev split; give one",

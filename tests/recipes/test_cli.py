@@ -226,6 +226,9 @@ def test_bad_option_values_are_one_line_errors(cli, tmp_path):
                           "--margin", "not a finite number")
     assert_one_line_error(cli("train", "--seed", "-1", "--output", out), "--seed",
                           "0<=x<=4294967295")
+    # Without --train the demo set would have been read in it (and --dev too).
+    assert_one_line_error(cli("train", "--format", "csv", "--output", out), "--format",
+                          "describes --train files, and none is given", "--eval-format")
     assert not out.exists()
 
 
