@@ -66,6 +66,20 @@ def positive_int_list(text):
             f"expected comma-separated positive integers, got {text!r}") from None
 
 
+def add_training_arguments(parser, epochs, batch_size, weight_decay=True, max_length=True):
+    """The training settings a suite and its peer script both take, with their
+    checks: --epochs, --batch-size, --lr, --warmup, and --weight-decay and
+    --max-length unless turned off."""
+    parser.add_argument("--epochs", type=positive_int, default=epochs)
+    parser.add_argument("--batch-size", type=positive_int, default=batch_size)
+    parser.add_argument("--lr", type=positive_float, default=2e-5)
+    parser.add_argument("--warmup", type=fraction, default=0.1)
+    if weight_decay:
+        parser.add_argument("--weight-decay", type=non_negative_float, default=0.01)
+    if max_length:
+        parser.add_argument("--max-length", type=positive_int, default=64)
+
+
 def repeated(values):
     """The values that occur more than once in `values`, in order. A run listed
     twice (`--stacks peer,peer`, `--seeds 1,1`) would append two lines of one run,

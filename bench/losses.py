@@ -77,9 +77,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
 from bench.common import REPO_ROOT  # noqa: E402
-from bench.common import fraction  # noqa: E402
-from bench.common import non_negative_float  # noqa: E402
-from bench.common import positive_float  # noqa: E402
+from bench.common import add_training_arguments  # noqa: E402
 from bench.common import positive_int  # noqa: E402
 from bench.common import repeated  # noqa: E402
 from bench.common import seed_list  # noqa: E402
@@ -323,12 +321,7 @@ def main():
     p.add_argument("--stacks", default="keras,peer", help="comma-separated: keras, peer")
     p.add_argument("--seeds", default="42", type=seed_list,
                    help="comma-separated seeds, one run each")
-    p.add_argument("--epochs", type=positive_int, default=4)
-    p.add_argument("--batch-size", type=positive_int, default=16)
-    p.add_argument("--lr", type=positive_float, default=2e-5)
-    p.add_argument("--warmup", type=fraction, default=0.1)
-    p.add_argument("--weight-decay", type=non_negative_float, default=0.01)
-    p.add_argument("--max-length", type=positive_int, default=64)
+    add_training_arguments(p, epochs=4, batch_size=16)
     p.add_argument("--backend", default="torch", help="keras-cosent's backend")
     p.add_argument("--data", default="sts-benchmark", choices=("sts-benchmark", "sts-b-zh"),
                    help="the STS data trained and scored on")

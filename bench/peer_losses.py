@@ -148,7 +148,7 @@ def make_loss(model, name):
 
 
 def main():
-    from bench.common import fraction, non_negative_float, positive_float, positive_int
+    from bench.common import add_training_arguments, positive_int
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--loss", choices=sorted(OBJECTIVE_OF), required=True)
@@ -157,12 +157,7 @@ def main():
     p.add_argument("--label-column", default=None, help="score key (cosent, matryoshka)")
     p.add_argument("--sentences", required=True, help="sentences to embed, one per line")
     p.add_argument("--embeddings-out", required=True, help=".npy written at the end")
-    p.add_argument("--epochs", type=positive_int, default=4)
-    p.add_argument("--batch-size", type=positive_int, default=16)
-    p.add_argument("--lr", type=positive_float, default=2e-5)
-    p.add_argument("--warmup", type=fraction, default=0.1)
-    p.add_argument("--weight-decay", type=non_negative_float, default=0.01)
-    p.add_argument("--max-length", type=positive_int, default=64)
+    add_training_arguments(p, epochs=4, batch_size=16)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--pretrain", default=None,
                    help="staged: the NLI file (nli-jsonl) of the first stage")

@@ -91,7 +91,7 @@ def mine_with_peer(model, args):
 
 
 def main():
-    from bench.common import fraction, non_negative_float, positive_float, positive_int
+    from bench.common import add_training_arguments, non_negative_float, positive_int
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     source = p.add_mutually_exclusive_group(required=True)
@@ -106,11 +106,7 @@ def main():
     p.add_argument("--transfer", nargs=3, action="append", default=[],
                    metavar=("NAME", "FOLDER", "SPLIT"),
                    help="a held-out BEIR set also scored at the end (repeatable)")
-    p.add_argument("--epochs", type=positive_int, default=1)
-    p.add_argument("--batch-size", type=positive_int, default=32)
-    p.add_argument("--lr", type=positive_float, default=2e-5)
-    p.add_argument("--warmup", type=fraction, default=0.1)
-    p.add_argument("--max-length", type=positive_int, default=64)
+    add_training_arguments(p, epochs=1, batch_size=32, weight_decay=False)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--zero-shot", action="store_true", help="also score the untrained model")
     args = p.parse_args()

@@ -48,7 +48,7 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import REPO_ROOT, repeated, seed_list, shared_data_dir  # noqa: E402
-from bench.common import fraction, positive_float, positive_int  # noqa: E402
+from bench.common import add_training_arguments, positive_int  # noqa: E402
 from bench.common import run_logged as run  # noqa: E402
 from bench import harness  # noqa: E402
 # The figures kept per run: the columns of `keras-cosent evaluate`'s retrieval table.
@@ -324,10 +324,7 @@ def main():
     p.add_argument("--test", default="stsb-en-test")
     p.add_argument("--test-split", default="test")
     p.add_argument("--backend", default="torch")
-    p.add_argument("--epochs", type=positive_int, default=1)
-    p.add_argument("--batch-size", type=positive_int, default=32)
-    p.add_argument("--lr", type=positive_float, default=2e-5)
-    p.add_argument("--warmup", type=fraction, default=0.1)
+    add_training_arguments(p, epochs=1, batch_size=32, weight_decay=False, max_length=False)
     p.add_argument("--seeds", default="42", type=seed_list,
                    help="comma-separated seeds, one run each")
     p.add_argument("--runs", default="zero-shot,keras,peer",
