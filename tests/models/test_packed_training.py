@@ -15,9 +15,13 @@ from tests.models.conftest import make_tiny_encoder
 from tests.models.test_sentence_encoder import TEXTS
 from tests.models.test_sequence_packing import POOLINGS
 
-# Rows of three columns (anchor, positive, negative), lengths from 3 to 15 tokens.
+# Rows of three columns (anchor, positive, negative), lengths from 2 to 15 tokens:
+# the empty text (a PairDataset's anchors and positives may not be blank) is a
+# negative only.
+NONEMPTY = [text for text in TEXTS if text]
 ROWS = [
-    (TEXTS[i % len(TEXTS)], TEXTS[(3 * i + 1) % len(TEXTS)], TEXTS[(5 * i + 2) % len(TEXTS)])
+    (NONEMPTY[i % len(NONEMPTY)], NONEMPTY[(3 * i + 1) % len(NONEMPTY)],
+     TEXTS[(5 * i + 2) % len(TEXTS)])
     for i in range(12)
 ]
 SCORES = np.linspace(0.0, 5.0, len(ROWS)).astype("float32")
