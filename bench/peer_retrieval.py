@@ -100,7 +100,8 @@ def main():
     p.add_argument("--train-split", default="train")
     p.add_argument("--mine-range-max", type=positive_int, default=50)
     p.add_argument("--mine-relative-margin", type=non_negative_float, default=0.05)
-    p.add_argument("--negatives", type=positive_int, required=True, help="negatives per row trained")
+    p.add_argument("--negatives", type=positive_int, required=True,
+                   help="negatives per row trained")
     p.add_argument("--test", required=True, help="BEIR folder scored at the end")
     p.add_argument("--test-split", default="test")
     p.add_argument("--transfer", nargs=3, action="append", default=[],

@@ -30,7 +30,8 @@ def main():
     p.add_argument("--batch-size", type=positive_int, default=16)
     p.add_argument("--lr", type=positive_float, default=2e-5)
     p.add_argument("--max-length", type=positive_int, default=64)
-    p.add_argument("--limit", type=positive_int, default=None, help="use only the first N train pairs")
+    p.add_argument("--limit", type=positive_int, default=None,
+                   help="use only the first N train pairs")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 

@@ -201,6 +201,8 @@ class SentenceEncoder(keras.Model):
 
     @property
     def trainable(self):
+        """Settable boolean, as Keras' `Layer.trainable`; setting it leaves BERT's
+        unused pooler frozen."""
         return keras.Model.trainable.fget(self)
 
     @trainable.setter

@@ -168,8 +168,8 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
                                     per_query=per_query, use_faiss=use_faiss,
                                     ignore_identical_ids=ignore_identical_ids, note=env.note)
         name = f"{os.path.basename(os.path.normpath(data))} ({split})"
-        record = {"model": model_record, "data": os.path.abspath(data), "task": task, "split": split,
-                  "top_k": top_k, "search": "faiss" if use_faiss else "numpy",
+        record = {"model": model_record, "data": os.path.abspath(data), "task": task,
+                  "split": split, "top_k": top_k, "search": "faiss" if use_faiss else "numpy",
                   "ignore_identical_ids": ignore_identical_ids, **result}
         result = {key: value for key, value in result.items() if key != "per_query"}
     env.log(results_table({name: result}))
