@@ -133,3 +133,14 @@ def test_column_options_are_refused_with_a_format_of_fixed_columns(cli, small_de
     for option, value in (("--text-columns", "a,b"), ("--label-column", "c")):
         result = cli("evaluate", "all-MiniLM-L6-v2", small_dev, option, value)
         assert_one_line_error(result, option, "--format pair-tsv has fixed columns")
+
+
+def test_a_split_of_equal_scores_is_refused_as_uncorrelatable(cli, trained_run, tmp_path):
+    # No correlation exists on it (SciPy gives NaN); README's results.json row says so.
+    data = tmp_path / "const.tsv"
+    data.write_text("a cat sat\tthe cat sat\t3.0\na dog ran\tthe dog ran\t3.0\n",
+                    encoding="utf-8")
+    assert_one_line_error(cli("evaluate", trained_run["output"], data, "--json",
+                              tmp_path / "out.json"), f"DATA {data}: every score is 3.0",
+                          "no correlation can be computed")
+    assert not (tmp_path / "out.json").exists()
