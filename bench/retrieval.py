@@ -362,13 +362,14 @@ def main():
     for option, values in (("--runs", runs), ("--variants", variants)):
         if repeated(values):
             p.error(f"{option}: {repeated(values)[0]} is given twice")
+    dev_size = None  # --dev slice:N: N train queries held out
     if args.dev.startswith("slice:"):
         try:
             dev_size = positive_int(args.dev[len("slice:"):])
         except argparse.ArgumentTypeError:
             p.error(f"--dev {args.dev}: expected slice:N, N a positive number of train queries")
     root = shared_data_dir() / "retrieval"
-    for option in ("train", "test") + (() if args.dev.startswith("slice:") else ("dev",)):
+    for option in ("train", "test") + (() if dev_size else ("dev",)):
         if not (root / getattr(args, option)).is_dir():
             p.error(f"--{option} {getattr(args, option)}: no folder {root / getattr(args, option)}")
     # Every option of the runs in their folders' names: `train` refuses a folder that
@@ -389,7 +390,7 @@ def main():
     runs_dir.mkdir(parents=True, exist_ok=True)
     folders = {"train": root / args.train, "test": root / args.test}
     dev_split = None
-    if args.dev.startswith("slice:"):
+    if dev_size:
         carved = carve_dev(folders["train"], args.train_split, dev_size, runs_dir)
         folders.update(carved)
         train_split, dev_split = "train", "dev"
