@@ -58,7 +58,7 @@ from recipes.reporting import RETRIEVAL_COLUMNS as FIGURES  # noqa: E402
 def evaluate(model, folder, split, backend, out_json, log):
     run([sys.executable, "-m", "recipes", "evaluate", "--backend", backend, model, folder,
          "--task", "retrieval", "--split", split, "--max-length", "64", "--json", out_json,
-         "--per-query"], log)
+         "--overwrite", "--per-query"], log)
     with open(out_json, encoding="utf-8") as f:
         return json.load(f)
 

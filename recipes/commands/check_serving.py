@@ -6,6 +6,7 @@ from recipes.context import pass_environment
 from recipes.errors import CliError
 from recipes.errors import one_line
 from recipes.options import backend_option
+from recipes.output_files import refuse_existing
 from recipes.output_files import refuse_input
 from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_json
@@ -18,9 +19,11 @@ from recipes.output_files import write_json
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               show_default="none",
               help="Also write the full audit to this JSON file.")
+@click.option("--overwrite", is_flag=True, default=False, show_default=True,
+              help="Replace an existing --json file.")
 @backend_option
 @pass_environment
-def check_serving(env, export_dir, json_path):
+def check_serving(env, export_dir, json_path, overwrite):
     """Audit the SavedModel in EXPORT_DIR (one version, e.g. BASE_DIR/1).
 
     Lists each signature's inputs, outputs and op types, flags the ops that are
@@ -29,8 +32,12 @@ def check_serving(env, export_dir, json_path):
     and runs each signature on a probe batch (finite, unit-length embeddings),
     and fails when it cannot.
     """
+    if overwrite and json_path is None:
+        raise click.BadParameter("replaces an existing --json file; add --json FILE",
+                                 param_hint="--overwrite")
     if json_path is not None:
         refuse_input(json_path, "--json", export_dir)
+        refuse_existing(json_path, overwrite, "--json")
         refuse_unwritable(json_path, "--json")
     env.activate_backend()
     from keras_cosent.export import audit_saved_model

@@ -9,6 +9,7 @@ from recipes.options import batch_size_option
 from recipes.options import check_truncate_dim_option
 from recipes.options import max_length_option
 from recipes.options import truncate_dim_option
+from recipes.output_files import refuse_existing
 from recipes.output_files import refuse_input
 from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_atomically
@@ -47,11 +48,15 @@ def read_sentences(stream, name):
 @batch_size_option()
 @max_length_option
 @truncate_dim_option("Keep the first D coordinates of each embedding, re-normalised")
+@click.option("--overwrite", is_flag=True, default=False, show_default=True,
+              help="Replace an existing --output.")
 @backend_option
 @pass_environment
-def encode(env, model, input, output, batch_size, max_length, truncate_dim):
+def encode(env, model, input, output, batch_size, max_length, truncate_dim, overwrite):
     """Embed the sentences of INPUT (one per line; - reads stdin) with MODEL."""
+    # Even with --overwrite: replacing an input with its embeddings loses it.
     refuse_input(output, "--output", input, model)
+    refuse_existing(output, overwrite)
     refuse_unwritable(output, "--output")
     # First: read_sentences imports keras_cosent, whose TensorFlow would log while
     # loading unless activate_backend imports it quietly.

@@ -25,6 +25,7 @@ from recipes.options import max_length_option
 from recipes.options import parse_text_columns
 from recipes.options import text_column_options
 from recipes.options import unknown_ids_option
+from recipes.output_files import refuse_existing
 from recipes.output_files import refuse_input
 from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_json
@@ -74,6 +75,8 @@ CLUSTERING_FORMATS = COLUMN_FORMATS
               help="Retrieval: also write each query's nDCG@10, MRR@10, Recall@10 and "
               "MAP@100 into the --json file (\"per_query\"), to compare two models "
               "query by query.")
+@click.option("--overwrite", is_flag=True, default=False, show_default=True,
+              help="Replace an existing --json file.")
 @faiss_option
 @identical_ids_option("its ranking (--task retrieval)")
 @unknown_ids_option
@@ -81,8 +84,8 @@ CLUSTERING_FORMATS = COLUMN_FORMATS
 @pass_environment
 @click.pass_context
 def evaluate(ctx, env, model, data, task, format, text_columns, label_column, split, top_k,
-             batch_size, max_length, json_path, per_query, use_faiss, ignore_identical_ids,
-             unknown_ids):
+             batch_size, max_length, json_path, per_query, overwrite, use_faiss,
+             ignore_identical_ids, unknown_ids):
     """Evaluate MODEL on DATA.
 
     \b
@@ -98,12 +101,16 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
     _check_task_options(ctx, task)
     if json_path is not None:
         refuse_input(json_path, "--json", data, model)
+        refuse_existing(json_path, overwrite, "--json")
         refuse_unwritable(json_path, "--json")
     if per_query and json_path is None:
         raise click.BadParameter(
             "writes each query's figures into the --json file; add --json FILE",
             param_hint="--per-query",
         )
+    if overwrite and json_path is None:
+        raise click.BadParameter("replaces an existing --json file; add --json FILE",
+                                 param_hint="--overwrite")
     if task != "retrieval" and os.path.isdir(data):
         raise click.BadParameter(
             f"{data!r} is a directory; --task {task} evaluates a file "

@@ -78,3 +78,20 @@ def test_output_is_never_the_input_and_bad_bytes_name_their_line(cli, trained_ru
     result = cli("encode", trained_run["output"], source, "-o", tmp_path / "out.npy")
     assert_one_line_error(result, f"{source}:1: a NUL character", "UTF-16")
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_an_existing_output_is_kept_unless_overwrite(cli, trained_run, tmp_path):
+    source = tmp_path / "s.txt"
+    source.write_text("first\nsecond\n", encoding="utf-8")
+    output = tmp_path / "out.npy"
+    output.write_bytes(b"earlier embeddings\n")
+    result = cli("encode", trained_run["output"], source, "-o", output)
+    assert_one_line_error(result, f"--output {output} already exists", "--overwrite")
+    assert output.read_bytes() == b"earlier embeddings\n"
+    result = cli("encode", trained_run["output"], source, "-o", output, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert np.load(output).shape == (2, 16)
+    # Never over the input, --overwrite or not.
+    result = cli("encode", trained_run["output"], source, "-o", source, "--overwrite")
+    assert_one_line_error(result, "--output", "is the input file")
+    assert source.read_text(encoding="utf-8") == "first\nsecond\n"

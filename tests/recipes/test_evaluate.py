@@ -117,6 +117,20 @@ def test_json_output_is_never_the_data_file(cli, trained_run, small_dev):
     assert small_dev.read_bytes() == before
 
 
+def test_an_existing_json_is_kept_unless_overwrite(cli, trained_run, small_dev, tmp_path):
+    out = tmp_path / "eval.json"
+    out.write_text("{\"earlier\": true}\n")
+    result = cli("evaluate", trained_run["output"], small_dev, "--json", out)
+    assert_one_line_error(result, f"--json {out} already exists", "--overwrite")
+    assert json.loads(out.read_text()) == {"earlier": True}
+    result = cli("evaluate", trained_run["output"], small_dev, "--json", out, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert "spearman" in json.loads(out.read_text())
+    # Without --json there is nothing to replace: the flag would do nothing.
+    assert_one_line_error(cli("evaluate", trained_run["output"], small_dev, "--overwrite"),
+                          "--overwrite", "add --json FILE")
+
+
 @pytest.mark.parametrize("columns", ["a,a", "a,score"])
 def test_sts_text_columns_are_two_columns_apart_from_the_label(cli, tmp_path, columns):
     # (s, s) pairs, or the score read as a sentence, gave a "correlation" of

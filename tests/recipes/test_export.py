@@ -32,6 +32,18 @@ def test_check_serving_json_never_replaces_a_file_of_the_savedmodel(cli, tmp_pat
     assert graph.read_bytes() == b"the graph\n"
 
 
+def test_check_serving_keeps_an_existing_json_unless_overwrite(cli, tmp_path):
+    # Both refused before the SavedModel is read.
+    (tmp_path / "model").mkdir()
+    audit = tmp_path / "audit.json"
+    audit.write_text("{}\n")
+    result = cli("check-serving", tmp_path / "model", "--json", audit)
+    assert_one_line_error(result, f"--json {audit} already exists", "--overwrite")
+    assert audit.read_text() == "{}\n"
+    result = cli("check-serving", tmp_path / "model", "--overwrite")
+    assert_one_line_error(result, "--overwrite", "add --json FILE")
+
+
 def test_export_st_writes_a_folder_the_peer_embeds_as_the_run_does(cli, trained_run, tmp_path):
     import sentence_transformers as st
     from keras_cosent.models import load_encoder

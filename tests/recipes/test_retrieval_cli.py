@@ -112,7 +112,8 @@ def minilm():
 
 
 def evaluate_retrieval_cli(cli, folder, tmp_path, *options):
-    out = tmp_path / "retrieval.json"
+    # A file per call: evaluate keeps an existing --json file.
+    out = tmp_path / f"retrieval-{len(list(tmp_path.glob('retrieval-*.json')))}.json"
     result = cli("evaluate", "all-MiniLM-L6-v2", folder, "--task", "retrieval",
                  "--max-length", 64, "--json", out, *options)
     assert result.exit_code == 0, result.output
