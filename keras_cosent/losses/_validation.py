@@ -41,7 +41,8 @@ def as_sequence(value):
 
 
 def check_pair_embeddings(y_pred, loss_name):
-    """Raises unless `y_pred` is `(batch,)` cosines or `(batch, 2, dim)` pairs.
+    """Raises, naming the loss, unless `y_pred` is `(batch,)` cosines (or
+    `(batch, 1)`) or `(batch, 2, dim)` pairs.
 
     `keras_cosent.utils.pair_cosine` would silently ignore a third column; a
     pair loss fed (anchor, positive, negative) triplets most likely got the
@@ -54,6 +55,12 @@ def check_pair_embeddings(y_pred, loss_name):
             f"(batch,) or (batch, 2, dim). Received shape {shape}. For "
             "(anchor, positive, negative...) tuples use "
             "`keras_cosent.losses.InfoNCELoss`."
+        )
+    if len(shape) not in (1, 3) and not (len(shape) == 2 and shape[-1] == 1):
+        raise ValueError(
+            f"`{loss_name}` scores pairs: `y_pred` should have shape (batch,) with one "
+            "cosine per pair, or (batch, 2, dim) with the pair's embeddings. Received "
+            f"shape {shape}."
         )
 
 

@@ -168,6 +168,13 @@ def test_bad_shapes_are_rejected():
         CoSENTLoss()(labels, np.zeros((4, 3, 5), "float32"))
     with pytest.raises(ValueError, match="one label per pair"):
         CoSENTLoss()(np.zeros(3, "float32"), np.zeros(4, "float32"))
+    # Embeddings without the pair axis, two cosines per row, a scalar: the loss is named.
+    for shape in ((4, 8), (4, 2), ()):
+        with pytest.raises(ValueError, match=re.escape(
+                f"`CoSENTLoss` scores pairs: `y_pred` should have shape (batch,) with one "
+                f"cosine per pair, or (batch, 2, dim) with the pair's embeddings. Received "
+                f"shape {shape}.")):
+            CoSENTLoss()(labels, np.zeros(shape, "float32"))
 
 
 def test_serialization_round_trip():

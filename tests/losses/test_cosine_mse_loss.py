@@ -65,6 +65,8 @@ def test_bad_arguments_are_rejected_with_their_value(kwargs, shown):
 def test_triplets_are_rejected():
     with pytest.raises(ValueError, match=r"\(batch, 2, dim\)"):
         CosineMSELoss()(np.zeros(4), np.ones((4, 3, 5), "float32"))
+    with pytest.raises(ValueError, match=re.escape("`CosineMSELoss` scores pairs")):
+        CosineMSELoss()(np.zeros(4), np.ones((4, 8), "float32"))
 
 
 def test_serialization_round_trip():
