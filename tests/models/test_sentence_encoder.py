@@ -639,6 +639,11 @@ def test_the_unused_bert_pooler_is_frozen_through_training_and_reloading(tmp_pat
     restored = keras.saving.load_model(path)
     assert restored.backbone.get_layer("pooled_dense").trainable is False
     assert len(restored.trainable_weights) == len(encoder.trainable_weights)
+    # Keras' setter of the backbone unfreezes it, as README says; the encoder's freezes it.
+    encoder.backbone.trainable = True
+    assert pooler.trainable
+    encoder.trainable = True
+    assert not pooler.trainable
 
 
 @pytest.mark.parametrize("name", ["nope/minilm", "./minilm", "../minilm"])
