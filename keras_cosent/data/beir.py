@@ -262,8 +262,9 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
                               "and one judgement per line")
     qrels = {q: judged for q, judged in qrels.items() if q in all_queries}
     files = {"query": queries_path, "document": corpus_path}
-    outcome = {"query": "left out", "document": "kept as judged: relevant, never retrieved, "
-               "as BEIR's evaluation counts them"}
+    # Read for training too (mining, --train-retrieval), which says what it makes of them.
+    outcome = {"query": "left out", "document": "kept as judged (scoring counts such a "
+               "document relevant and never retrieved, as BEIR's evaluation does)"}
     reports = [
         f"{len(rows)} row(s) name a {kind} missing from {os.path.basename(files[kind])} "
         f"(first: line {rows[0][0]}, {rows[0][1]!r}), {outcome[kind]}"
