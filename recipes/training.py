@@ -224,6 +224,10 @@ def mine_training_rows(config, encoder, env, backup_dir, directory, data):
             if report["blank_documents"]:
                 env.note(f"{report['blank_documents']} blank documents of {data.source} were "
                          "never taken as negatives")
+            if report["repeated_documents"]:
+                env.note(f"{report['repeated_documents']} documents of {data.source} repeat "
+                         "an earlier document's text; each text was one candidate, never two "
+                         "negatives of a row")
         if blank:
             env.note(f"{blank} (query, positive) pairs of {data.source} have a blank query or "
                      "positive and make no training row")

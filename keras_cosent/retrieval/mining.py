@@ -23,6 +23,9 @@ easy as in-batch negatives, so the row trains as it would without mining.
 
 A blank document (empty or whitespace text) is never a negative, mined or
 filled; nor is a document whose text is a known positive's under another id.
+A text that the corpus holds under several ids is one candidate, its best
+ranked copy (the peer's miner drops repeated texts from its corpus): a row
+never holds the same negative twice, and the rank window counts texts.
 
 `ignore_identical_ids=True` also treats the document whose id is the query's
 own as off limits, as BEIR's search does: in sets whose queries are corpus
@@ -114,22 +117,25 @@ def _check_finite(embeddings, ids, what):
         )
 
 
-def _random_fill(rng, corpus_size, count, accept, acceptable):
-    """Up to `count` distinct corpus indices drawn by `rng` among the acceptable ones.
+def _random_fill(rng, text_id, count, accept, acceptable):
+    """Up to `count` corpus indices of distinct texts drawn by `rng` among the acceptable ones.
 
-    `accept(j)` judges one index; `acceptable()` gives the boolean mask over the
-    whole corpus, computed only when rejection sampling keeps missing.
+    `text_id[j]` numbers document j's text (copies share it); `accept(j)` judges
+    one index; `acceptable()` gives the boolean mask over the whole corpus,
+    computed only when rejection sampling keeps missing.
     """
-    chosen = []
+    chosen, texts = [], set()
     for _ in range(64 * count):
         if len(chosen) == count:
             return chosen
-        j = int(rng.integers(corpus_size))
-        if j not in chosen and accept(j):
+        j = int(rng.integers(len(text_id)))
+        if text_id[j] not in texts and accept(j):
             chosen.append(j)
-    mask = acceptable()
-    mask[chosen] = False
+            texts.add(text_id[j])
+    mask = acceptable() & ~np.isin(text_id, list(texts))
     allowed = np.flatnonzero(mask)
+    # One copy of each text: its first acceptable one.
+    allowed = allowed[np.sort(np.unique(text_id[allowed], return_index=True)[1])]
     extra = rng.choice(len(allowed), size=min(count - len(chosen), len(allowed)), replace=False)
     return chosen + [int(j) for j in np.sort(allowed[extra])]
 
@@ -201,8 +207,9 @@ def mine_hard_negatives(
         too few documents left), `blank_rows` ((query, positive) pairs left out
         because the query's or the positive's text is blank: no training row,
         and `write_retrieval_triplets` refuses them), `blank_documents` (corpus
-        documents whose text is blank: never taken as negatives) and
-        `num_negatives`.
+        documents whose text is blank: never taken as negatives),
+        `repeated_documents` (non-blank documents whose text an earlier document
+        holds: each text is one candidate) and `num_negatives`.
 
     Example:
 
@@ -316,6 +323,11 @@ def mine_hard_negatives(
         # Made per query where it is needed, not held for every query at once.
         return set(pos).union(*(same_text.get(doc_texts[p], ()) for p in pos))
 
+    # Copies of a text share its number: a row takes each text once.
+    first_of_text = {}
+    text_id = np.array([first_of_text.setdefault(text, j) for j, text in enumerate(doc_texts)])
+    repeated_docs = sum(1 for j, text in enumerate(doc_texts)
+                        if text_id[j] != j and text.strip())
     max_pos = max((len(known(pos)) for pos in positive_index), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
     # A blank document is never a negative: it would teach the query only to
@@ -323,8 +335,9 @@ def mine_hard_negatives(
     # as many (at most `range_max` more, which bounds its memory); a window
     # that more blank documents than that crowd is short, as the fill covers.
     blank_docs = {j for j, text in enumerate(doc_texts) if not text.strip()}
-    k = min(range_max + max_pos + ignore_identical_ids + min(len(blank_docs), range_max),
-            num_docs)
+    # Repeated texts take ranks in the search as blank documents do.
+    k = min(range_max + max_pos + ignore_identical_ids
+            + min(len(blank_docs) + repeated_docs, range_max), num_docs)
     # top_k normalises both sides as `q` and `cosine` do, but its matrix products
     # sum in another order than `cosine`'s dot product: a positive's score is
     # taken from top_k's own scores where it was retrieved, so that a document
@@ -343,10 +356,13 @@ def mine_hard_negatives(
         # every query's set.
         off_limits = known(pos) | ({own[qi]} if own[qi] is not None else set())
         retrieved = {int(j): float(s) for s, j in zip(scores[qi], indices[qi])}
-        candidates = [
-            (float(s), int(j)) for s, j in zip(scores[qi], indices[qi])
-            if int(j) not in off_limits and int(j) not in blank_docs
-        ][range_min:range_max]
+        candidates, seen = [], set()
+        for s, j in zip(scores[qi], indices[qi]):
+            j = int(j)
+            if j not in off_limits and j not in blank_docs and text_id[j] not in seen:
+                seen.add(text_id[j])  # its best ranked copy stands for a repeated text
+                candidates.append((float(s), j))
+        candidates = candidates[range_min:range_max]
         for p in pos:
             if not doc_texts[p].strip():
                 blank_rows += 1  # still off limits as a negative
@@ -370,17 +386,20 @@ def mine_hard_negatives(
                 short_queries.add(query_ids[qi])
                 if fill == "random":
                     taken = off_limits | set(kept)
+                    taken_texts = {text_id[j] for j in kept}
 
                     def acceptable():
                         # passes() is a plain True when no margin applies: one per document.
                         mask = np.array(np.broadcast_to(passes(cosines(qi)), num_docs), dtype=bool)
                         mask[list(taken)] = False
                         mask[list(blank_docs)] = False
+                        mask[np.isin(text_id, list(taken_texts))] = False
                         return mask
 
                     kept += _random_fill(
-                        rng, num_docs, num_negatives - len(kept),
+                        rng, text_id, num_negatives - len(kept),
                         lambda j: (j not in taken and j not in blank_docs
+                                   and text_id[j] not in taken_texts
                                    and bool(passes(cosine(qi, j)))),
                         acceptable,
                     )
@@ -395,6 +414,7 @@ def mine_hard_negatives(
         "filled_rows": filled_rows,
         "blank_rows": blank_rows,
         "blank_documents": len(blank_docs),
+        "repeated_documents": repeated_docs,
         "num_negatives": num_negatives,
     }
     return rows, report

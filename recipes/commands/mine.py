@@ -187,6 +187,9 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     if report["blank_documents"]:
         env.log(f"{report['blank_documents']} blank documents of {corpus} were never taken as "
                 "negatives")
+    if report["repeated_documents"]:
+        env.log(f"{report['repeated_documents']} documents of {corpus} repeat an earlier "
+                "document's text; each text was one candidate, never two negatives of a row")
     if report["filled_rows"]:
         env.log(
             f"{report['filled_rows']} of {report['short_rows']} short rows were completed "

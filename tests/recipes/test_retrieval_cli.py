@@ -585,6 +585,16 @@ def test_mine_leaves_out_pairs_with_a_blank_query_and_says_so(cli, tiny_checkpoi
     assert f"1 blank documents of {with_blank / 'corpus.jsonl'} were never taken" in result.stdout
     assert read_jsonl(tmp_path / "blank_doc.jsonl")[0]["negatives"] == ["a cat"]
 
+    # A text under two ids is one negative, not two.
+    repeated = write_beir(tmp_path / "repeated", "dev", {"q1": "a man"},
+                          {"d1": "a man rides", "d2": "a cat", "d3": "a cat"}, {"q1": {"d1": 1}})
+    result = mine_cli(cli, repeated, tmp_path / "repeated.jsonl", "--num-negatives", 2,
+                      "--max-length", 16, model=tiny_checkpoint)
+    assert result.exit_code == 0, result.output
+    assert (f"1 documents of {repeated / 'corpus.jsonl'} repeat an earlier document's text"
+            in result.stdout)
+    assert read_jsonl(tmp_path / "repeated.jsonl")[0]["negatives"] == ["a cat"]
+
     only_blank = write_beir(tmp_path / "blank", "dev", {"q2": " "}, {"d2": "a dog"},
                             {"q2": {"d2": 1}})
     result = mine_cli(cli, only_blank, tmp_path / "none.jsonl", "--num-negatives", 1,

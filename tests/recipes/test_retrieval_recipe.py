@@ -395,3 +395,29 @@ def test_training_rows_leave_out_pairs_with_a_blank_query_or_positive(tmp_path, 
         assert train.columns[2] == ["a cat"]
         assert "1 blank documents of ir-train were never taken as negatives" in " ".join(notes)
     assert "2 (query, positive) pairs of ir-train have a blank query or positive" in " ".join(notes)
+
+
+def test_training_rows_take_a_repeated_text_once_and_say_so(tmp_path):
+    from keras_cosent.data import RetrievalDataset
+    from recipes.context import Environment
+
+    # "a cat" under d2 and d3, the two documents nearest q1 after its positive.
+    data = RetrievalDataset(
+        corpus={"d1": "a man rides", "d2": "a cat", "d3": "a cat", "d4": "a dog"},
+        queries={"q1": "a man"}, qrels={"q1": {"d1": 1}}, source="ir-train")
+    vectors = {"a man rides": [1, 0], "a cat": [0.6, 0.4], "a dog": [0, 1], "a man": [1, 0.1]}
+    notes = []
+
+    class Recording(Environment):
+        def note(self, message):
+            notes.append(message)
+
+    config = {"mine_negatives": 2, "mine_fill": "none", "mine_relative_margin": "off",
+              "seed": 0, "output": str(tmp_path / "run")}
+    (tmp_path / "backup").mkdir()
+    (tmp_path / "run").mkdir()
+    train = recipes.training.mine_training_rows(
+        config, _Angles(vectors), Recording(), tmp_path / "backup", tmp_path / "run", data)
+    assert [column[0] for column in train.columns] == ["a man", "a man rides", "a cat", "a dog"]
+    assert ("1 documents of ir-train repeat an earlier document's text; each text was one "
+            "candidate, never two negatives of a row") in notes

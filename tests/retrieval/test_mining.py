@@ -34,7 +34,8 @@ def test_excludes_positives_and_keeps_rank_order():
     assert [r[:2] for r in rows] == [["the query", "text pos"], ["the query", "text other_pos"]]
     assert rows[0][2:] == ["text unlabelled_dup", "text n1"]
     assert report == {"rows": 2, "queries": 1, "short_rows": 0, "short_queries": 0, "filled_rows": 0,
-                      "blank_rows": 0, "blank_documents": 0, "num_negatives": 2}
+                      "blank_rows": 0, "blank_documents": 0, "repeated_documents": 0,
+                      "num_negatives": 2}
 
 
 def test_pairs_with_a_blank_query_or_positive_make_no_row_and_are_counted():
@@ -93,6 +94,32 @@ def test_a_duplicate_of_the_positive_is_at_the_margin_not_above_it():
             assert rows[0][2] == "doc1", (kwargs, rows[0])
 
 
+def test_a_text_held_under_two_ids_is_one_candidate():
+    # "n1_copy" (41 deg) holds n1's text. By rank, the non-positive texts are
+    # unlabelled_dup, n1 (twice), n2, n3, far: a row takes n1 once, and the rank
+    # window counts texts, not ids.
+    corpus = {**CORPUS, "n1_copy": CORPUS["n1"]}
+    c_emb = np.concatenate([C_EMB, unit(41)[None]])
+
+    def mined(**kwargs):
+        return mine_hard_negatives(
+            {"q": "the query"}, corpus, {"q": {"pos": 1, "other_pos": 2}},
+            query_embeddings=Q_EMB, corpus_embeddings=c_emb, **kwargs)
+
+    rows, report = mined(num_negatives=3, range_max=3)
+    assert [r[2:] for r in rows] == [["text unlabelled_dup", "text n1", "text n2"]] * 2
+    assert report["repeated_documents"] == 1 and report["short_rows"] == 0
+    rows, _ = mined(num_negatives=3, range_min=1, range_max=3)
+    assert rows[0][2:] == ["text n1", "text n2"]
+    # The fill draws each remaining text once: 5 texts in all, so 6 leave the row short.
+    for seed in range(5):
+        rows, report = mined(num_negatives=6, range_max=1, fill="random", seed=seed)
+        for row in rows:
+            assert row[2] == "text unlabelled_dup"
+            assert sorted(row[3:]) == ["text far", "text n1", "text n2", "text n3"]
+        assert report["short_rows"] == 2 and report["filled_rows"] == 0
+
+
 def test_a_copy_of_the_positive_text_is_never_a_negative():
     # "unlabelled_dup" (the nearest non-positive, at 5 deg) holds the text of the
     # positive "other_pos" under another id: it is that positive, never a negative of
@@ -104,8 +131,9 @@ def test_a_copy_of_the_positive_text_is_never_a_negative():
         query_embeddings=np.stack([unit(0), unit(0)]), corpus_embeddings=C_EMB,
         num_negatives=2, range_max=2)
     assert [r[2:] for r in rows[:2]] == [["text n1", "text n2"]] * 2
-    # For another query, whose positives it does not copy, it is a negative as before.
-    assert rows[2] == ["another", "text n3", "text other_pos", "text other_pos"]
+    # For another query, whose positives it does not copy, it is a negative as before,
+    # once: "other_pos" (10 deg) holds the same text, and the next text is taken instead.
+    assert rows[2] == ["another", "text n3", "text other_pos", "text pos"]
     assert report["rows"] == 3 and report["queries"] == 2
     rows, _ = mine_hard_negatives(
         {"q": "the query"}, corpus, {"q": {"other_pos": 1}}, query_embeddings=Q_EMB,
@@ -401,3 +429,18 @@ def test_non_finite_embeddings_are_refused_naming_the_first_bad_id(side, use_fai
     with pytest.raises(ValueError, match=match):
         mine_hard_negatives({"q": "the query"}, CORPUS, {"q": {"pos": 1}}, query_embeddings=q_emb,
                             corpus_embeddings=c_emb, num_negatives=3, use_faiss=use_faiss)
+
+
+def test_the_fill_draws_distinct_texts_when_it_falls_back_to_the_whole_corpus():
+    # Rejection sampling that never accepts leaves the draw to the corpus mask:
+    # documents 0, 2, 4 share a text, as do 1 and 3; one copy of each text is drawn.
+    from keras_cosent.retrieval.mining import _random_fill
+
+    text_id = np.array([0, 1, 0, 1, 0, 5])
+    for seed in range(10):
+        chosen = _random_fill(np.random.default_rng(seed), text_id, 3, lambda j: False,
+                              lambda: np.ones(6, dtype=bool))
+        assert sorted(text_id[chosen]) == [0, 1, 5]
+        chosen = _random_fill(np.random.default_rng(seed), text_id, 5, lambda j: False,
+                              lambda: np.array([True, True, True, True, True, False]))
+        assert sorted(text_id[chosen]) == [0, 1]
