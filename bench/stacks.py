@@ -53,6 +53,7 @@ def run_peer(config, s1, s2, labels, test_sentences, train):
 
         def epoch():
             model.train()
+            losses = []
             for start in range(0, len(s1), bs):
                 y = torch.tensor(labels[start:start + bs], dtype=torch.float32)
                 features = [model.preprocess(s1[start:start + bs]),
@@ -62,7 +63,10 @@ def run_peer(config, s1, s2, labels, test_sentences, train):
                 opt.step()
                 sched.step()
                 opt.zero_grad()
-            return float(loss)
+                losses.append((float(loss), len(y)))
+            # The epoch's mean batch loss weighted by batch size, as Keras logs the
+            # keras stacks' `loss` (the last batch's alone said little).
+            return sum(value * n for value, n in losses) / sum(n for _, n in losses)
 
         out["warmup_s"], _ = _time(epoch)
         out["train_s"], out["final_loss"] = _time(epoch)
