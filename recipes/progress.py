@@ -8,16 +8,19 @@ import sys
 class _Announced:
     """An encoder whose `encode` shows a progress bar on stderr, each call announced by `note`.
 
-    `what` names the texts of each call in turn (e.g. queries, then documents).
-    The bar goes to stderr with the notes, so that stdout holds only results
-    (Keras' `Progbar` writes to `sys.stdout`).
+    `what` names the texts of each call in turn (e.g. queries, then documents),
+    from the first again after the last (an evaluator encodes at every epoch's
+    end). The bar goes to stderr with the notes, so that stdout holds only
+    results (Keras' `Progbar` writes to `sys.stdout`).
     """
 
     def __init__(self, encoder, note, what):
-        self._encoder, self._note, self._what = encoder, note, list(what)
+        self._encoder, self._note, self._what = encoder, note, tuple(what) or ("texts",)
+        self._calls = 0
 
     def encode(self, texts, batch_size=32, **options):
-        what = self._what.pop(0) if self._what else "texts"
+        what = self._what[self._calls % len(self._what)]
+        self._calls += 1
         self._note(f"encoding {len(texts)} {what}")
         with contextlib.redirect_stdout(sys.stderr):
             return self._encoder.encode(texts, batch_size=batch_size, progress=True, **options)

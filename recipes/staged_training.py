@@ -27,6 +27,7 @@ from recipes import reporting
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import load_encoder
 from recipes.options import loss_options
+from recipes.progress import announced
 from recipes.progress import prefixed
 from recipes.progress import to_stderr
 
@@ -90,7 +91,9 @@ def train_stages(config, directory, env, backup_dir):
             callbacks = []
             if dev is not None:
                 callbacks.append(SpearmanEvaluator.from_dataset(
-                    dev, name=DEV_NAME, encoder=encoder, verbose=0))
+                    dev, name=DEV_NAME, verbose=0,
+                    encoder=announced(encoder, prefixed(env.note, "dev, end of epoch"),
+                                      "distinct sentences")))
             callbacks += [
                 zero_loss_warning(),
                 non_finite_loss_error(),

@@ -531,9 +531,10 @@ def _train_encoder(config, directory, env, backup_dir):
     if dev is not None:
         results["dev_before_training"] = evaluate_sts(
             encoder, dev, note=prefixed(env.note, "dev before training"))
-        callbacks.append(
-            SpearmanEvaluator.from_dataset(dev, name=DEV_NAME, encoder=encoder, verbose=0)
-        )
+        callbacks.append(SpearmanEvaluator.from_dataset(
+            dev, name=DEV_NAME, verbose=0,
+            encoder=announced(encoder, prefixed(env.note, "dev, end of epoch"),
+                              "distinct sentences")))
     ignore_identical_ids = config.get("ignore_identical_ids", False)
     use_faiss = config.get("use_faiss", False)
     if dev_retrieval is not None:
@@ -542,7 +543,9 @@ def _train_encoder(config, directory, env, backup_dir):
             note=prefixed(env.note, "dev retrieval before training"),
         )
         callbacks.append(RetrievalEvaluator.from_dataset(
-            dev_retrieval, name=IR_DEV_NAME, encoder=encoder, k_values=IR_DEV_CUTOFFS,
+            dev_retrieval, name=IR_DEV_NAME, k_values=IR_DEV_CUTOFFS,
+            encoder=announced(encoder, prefixed(env.note, "dev retrieval, end of epoch"),
+                              "queries", "documents"),
             ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss,
         ))
     keep_best = config.get("keep_best")

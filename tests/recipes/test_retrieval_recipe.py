@@ -128,6 +128,10 @@ def test_recipe_mines_trains_on_negatives_and_keeps_the_best_epoch(
     # Its encodings, and those after training, are announced on stderr with their bars.
     for when in ("dev retrieval before training", "dev retrieval"):
         assert f"{when}: encoding 20 queries" in result.stderr
+    # So are those at the end of each of the 4 epochs, queries then documents each time.
+    ends = [line for line in result.stderr.splitlines()
+            if line.startswith("dev retrieval, end of epoch: encoding")]
+    assert [line.split()[-1] for line in ends] == ["queries", "documents"] * 4, ends
     assert "/sentence" not in result.stdout
     # ... and is the starting checkpoint's, as `evaluate` scores it.
     start = tmp_path / "start.json"

@@ -47,6 +47,9 @@ def test_a_run_leaves_every_artifact(trained_run):
     distinct = len({row[0] for row in rows} | {row[1] for row in rows})
     for when in ("dev before training", "dev", "test"):
         assert f"{when}: encoding {distinct} distinct sentences" in trained_run["result"].stderr
+    # The dev scoring at the end of each of the 2 epochs too.
+    assert trained_run["result"].stderr.count(
+        f"dev, end of epoch: encoding {distinct} distinct sentences") == 2
     assert "/sentence" not in table
     # fit's epoch lines and bar go to stderr too.
     assert "Epoch 1/2" in trained_run["result"].stderr and "Epoch" not in table
