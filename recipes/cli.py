@@ -92,6 +92,23 @@ def _terminate_as_interrupt():
             signal.signal(signum, handler)
 
 
+def _exit_without_teardown(code):
+    """Ends an interrupted process once its clean-up has run, without Python's teardown.
+
+    Ctrl-C or SIGTERM can stop JAX while it waits for XLA to compile; the
+    compilation goes on in XLA's threads, and the teardown that `sys.exit`
+    starts frees what they use: the process crashed (SIGSEGV, exit status 139)
+    after its clean-up and "Aborted!". Every file the command writes is closed
+    by then (written whole or removed as it unwound), so only the standard
+    streams are flushed. Only a process entry (`args` None) exits so: callers
+    in-process (click's `CliRunner`) get `SystemExit` as usual.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 1)
+
+
 class KerasCosentGroup(click.Group):
     """A click group whose errors are one line and whose user errors exit with 2."""
 
@@ -109,15 +126,17 @@ class KerasCosentGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        interrupted = []
         with _terminate_as_interrupt() as terminated:
             try:
-                return self._main(args, prog_name, complete_var, **extra)
-            except SystemExit:
-                if terminated:
-                    sys.exit(128 + signal.SIGTERM)
-                raise
+                return self._main(args, prog_name, complete_var, interrupted, **extra)
+            except SystemExit as exiting:
+                code = 128 + signal.SIGTERM if terminated else exiting.code
+                if interrupted and args is None:
+                    _exit_without_teardown(code)
+                sys.exit(code)
 
-    def _main(self, args, prog_name, complete_var, **extra):
+    def _main(self, args, prog_name, complete_var, interrupted, **extra):
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as error:
@@ -130,6 +149,7 @@ class KerasCosentGroup(click.Group):
             click.echo(f"Error: {message}", err=True)
             sys.exit(error.exit_code)
         except click.Abort:
+            interrupted.append(True)
             click.echo("Aborted!", err=True)
             sys.exit(1)
         # Without standalone mode click returns the exit code of `ctx.exit` (e.g.

@@ -72,3 +72,41 @@ def test_the_handlers_in_place_before_are_put_back():
         assert sys.unraisablehook is not before[2]
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT),
             sys.unraisablehook) == before
+
+
+class _Exited(Exception):
+    pass
+
+
+@pytest.mark.parametrize("signum, code", [(None, 1), (signal.SIGINT, 1), (signal.SIGTERM, 143)])
+def test_an_interrupted_process_exits_without_teardown(monkeypatch, tmp_path, capsys, signum,
+                                                       code):
+    # JAX, stopped while it waits for XLA to compile, leaves the compilation running
+    # in XLA's threads, and Python's teardown then crashed the process (SIGSEGV, 139).
+    from recipes import cli
+    from recipes.commands import encode
+
+    def interrupted_read(stream, name):
+        if signum is None:
+            raise KeyboardInterrupt  # as Ctrl-C raises it
+        os.kill(os.getpid(), signum)
+        for _ in range(10000):  # bytecodes for the handler to run in
+            pass
+        raise AssertionError("the signal did not interrupt")
+
+    def exit_now(status):
+        raise _Exited(status)
+
+    monkeypatch.setattr(encode, "read_sentences", interrupted_read)
+    monkeypatch.setattr(cli.os, "_exit", exit_now)
+    output = tmp_path / "e.npy"
+    monkeypatch.setattr(sys, "argv", ["keras-cosent", "encode", "all-MiniLM-L6-v2", "-", "-o",
+                                      str(output)])
+    with pytest.raises(_Exited) as exited:
+        cli.main()  # a process entry: the arguments come from sys.argv
+    assert exited.value.args == (code,)
+    assert "Aborted!" in capsys.readouterr().err and not output.exists()
+    # Called in-process with its arguments (click's CliRunner), it raises SystemExit.
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(sys.argv[1:])
+    assert stopped.value.code == code
