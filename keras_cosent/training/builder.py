@@ -34,6 +34,7 @@ from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
 from keras_cosent.training.objectives import get_objective
+from keras_cosent.training.objectives import graded_terms
 from keras_cosent.utils.arguments import check_bool
 from keras_cosent.utils.arguments import check_non_negative_float
 from keras_cosent.utils.arguments import check_positive_float
@@ -166,7 +167,9 @@ def build(
             (0.32 in the paper): each batch's column-1 texts (the positives)
             get a random subset of their tokens duplicated in place
             (`keras_cosent.data.word_repetition`), so that with `"simcse"`
-            the two views of a sentence differ in length.
+            the two views of a sentence differ in length. Refused for
+            objectives of scored pairs (`"cosent"`, ...), whose second
+            sentence is not a view of the first.
         **loss_options: the objective's loss options, e.g. `scale=20.0`
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
             SupCon), `symmetric=True` (InfoNCE, SimCSE), `margin=0.5`
@@ -211,6 +214,16 @@ def build(
         raise ValueError(
             f"`batch_size`={batch_size} is too small for objective {objective.name!r}: it "
             f"needs at least {objective.min_batch_size} rows per batch."
+        )
+    graded = graded_terms(objective)
+    if word_repetition is not None and graded:
+        # Column 1 of a scored pair is no second view of column 0: repeating its
+        # words changes the pair its score grades.
+        raise ValueError(
+            f"`word_repetition`={word_repetition!r} repeats words of the positives (column 1), "
+            f"and objective {graded[0]!r} trains on scored pairs, whose second sentence is "
+            "not a view of the first; use it with 'simcse', 'infonce' or another objective "
+            "of (anchor, positive) rows."
         )
     if matryoshka_dims is not None:
         matryoshka_dims = check_matryoshka_dims(

@@ -175,6 +175,13 @@ def register_objective(objective):
     return objective
 
 
+def graded_terms(objective):
+    """The names of `objective`'s terms (itself, unless joint) that train on scored
+    pairs: their second sentence is graded against the first, not a view of it."""
+    return [term.name for term in getattr(objective, "terms", None) or (objective,)
+            if term.needs_labels and term.label_mode == "score"]
+
+
 def get_objective(objective):
     """An `Objective` from its name, a joint spec (`"infonce:1.0,cosent:0.5"`), or itself."""
     if isinstance(objective, Objective):

@@ -399,6 +399,17 @@ def train(ctx, env, **options):
             param_hint="--mini-batch-size",
         )
     check_head_objectives(options, losses, get_objective)
+    if options.get("word_repetition") is not None:
+        from keras_cosent.training.objectives import graded_terms
+
+        graded = [name for loss in losses for name in graded_terms(get_objective(loss))]
+        if graded:
+            raise click.BadParameter(
+                f"repeats words of each positive, and --loss {graded[0]} trains on scored "
+                "pairs, whose second sentence is not a view of the first; use it with "
+                "simcse, infonce or another loss of (anchor, positive) rows",
+                param_hint="--word-repetition",
+            )
     for name, what in (("scale", "the scale of CoSENT, AnglE and logistic margin ranking"),
                        ("temperature", "the temperature of InfoNCE, SimCSE, NT-Xent and "
                         "SupCon")):

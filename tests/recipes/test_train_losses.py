@@ -190,6 +190,17 @@ def test_scale_or_temperature_for_a_loss_without_it_is_refused(cli, tiny_checkpo
     assert not (tmp_path / "run").exists()
 
 
+def test_word_repetition_is_refused_for_a_loss_of_scored_pairs(cli, tiny_checkpoint,
+                                                               small_train, tmp_path):
+    # It repeats words of each positive; a scored pair's second sentence is none.
+    for loss in ("cosent", "infonce:1.0,cosent:0.5"):
+        result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                     "--loss", loss, "--word-repetition", 0.32, "--epochs", 1,
+                     "--output", tmp_path / "run")
+        assert_one_line_error(result, "--word-repetition", "--loss cosent trains on scored pairs")
+    assert not (tmp_path / "run").exists()
+
+
 def test_matryoshka_dims_are_trained_recorded_and_replayed(cli, tiny_checkpoint, small_train,
                                                            tmp_path, monkeypatch):
     import keras_cosent.training.builder as builder

@@ -1,5 +1,7 @@
 """`keras_cosent.training.build` against a set-up written out independently in the test."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -162,6 +164,22 @@ def test_word_repetition_needs_a_positives_column():
     with pytest.raises(DataFormatError, match=r"inline: .*objective 'supcon' trains on 1 text "
                                               r"column"):
         build(tiny_encoder(), texts, "supcon", batch_size=4, word_repetition=0.3)
+
+
+@pytest.mark.parametrize("objective", ["cosent", "cosine-mse", "sbert-softmax",
+                                       "infonce:1.0,cosent:0.5"])
+def test_word_repetition_is_refused_for_scored_pairs(objective):
+    # Their second sentence is no positive view: repeated words change what the score grades.
+    pairs = PairDataset([list(FIRST), list(SECOND)], np.array([0, 1, 2, 3, 4, 5, 1, 0], "float32"),
+                        source="inline")
+    graded = "cosent" if objective.startswith("infonce") else objective
+    with pytest.raises(ValueError, match=re.escape(
+            f"`word_repetition`=0.3 repeats words of the positives (column 1), and objective "
+            f"{graded!r} trains on scored pairs")):
+        build(tiny_encoder(), pairs, objective, batch_size=4, word_repetition=0.3)
+    # An (anchor, positive) objective takes it.
+    setup = build(tiny_encoder(), pairs, "infonce", batch_size=2, word_repetition=0.3)
+    assert setup.batches.word_repetition == 0.3
 
 
 @pytest.mark.parametrize("labels, data_format", [
