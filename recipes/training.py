@@ -24,12 +24,14 @@ from keras_cosent.callbacks import CollapseGuard
 from keras_cosent.callbacks import ResumableTraining
 from keras_cosent.callbacks import RetrievalEvaluator
 from keras_cosent.callbacks import SpearmanEvaluator
+from keras_cosent.data import DataFormatError
 from keras_cosent.training import build
 from keras_cosent.training import get_objective
 from recipes import data_loading
 from recipes import multi_dataset
 from recipes import reporting
 from recipes.errors import CliError
+from recipes.errors import one_line
 from recipes.evaluation import evaluate_retrieval
 from recipes.evaluation import evaluate_sts
 from recipes.evaluation import note_identical_ids
@@ -94,9 +96,19 @@ def read_datasets(config):
             path, data_format = data_loading.DEMO_DEV, data_loading.DEMO_FORMAT
         dataset = None
         if path is not None:
-            dataset = data_loading.read_scored_pairs(
-                path, data_format, eval_columns, eval_label_column, option=f"--{split}"
-            )
+            try:
+                dataset = data_loading.read_scored_pairs(
+                    path, data_format, eval_columns, eval_label_column, option=f"--{split}"
+                )
+            except DataFormatError as error:
+                if data_format not in data_loading.COLUMN_FORMATS:
+                    raise
+                # Read with --train's --format unless told otherwise: a pair-tsv dev
+                # file beside a csv/tsv/jsonl training file fails on its "columns".
+                raise CliError(
+                    f"{one_line(error)} (--{split} is read as --eval-format {data_format}, "
+                    "which defaults to --format; give --eval-format for its own format)"
+                ) from error
         evaluation[split] = dataset
     return train, train_format, evaluation["dev"], evaluation["test"]
 

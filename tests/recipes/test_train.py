@@ -183,6 +183,21 @@ def test_nonexistent_column(cli, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.csv"]
 
 
+def test_a_dev_file_read_with_the_training_format_names_eval_format(cli, small_dev, tmp_path):
+    # --eval-format defaults to --format: a pair-tsv dev file beside a tsv of triplets is
+    # read as a tsv with a header, whose "columns" are its first row's texts.
+    triplets = tmp_path / "triplets.tsv"
+    triplets.write_text("anchor\tpositive\tnegative\n" + "".join(
+        f"a{i}\tp{i}\tn{i}\n" for i in range(8)), encoding="utf-8")
+    result = cli("train", "--loss", "triplet", "--train", triplets, "--format", "tsv",
+                 "--text-columns", "anchor,positive,negative", "--dev", small_dev,
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, f"{small_dev}: column 'sentence1' not found",
+                          "(--dev is read as --eval-format tsv, which defaults to --format; give "
+                          "--eval-format for its own format)")
+    assert not (tmp_path / "run").exists()
+
+
 def test_dev_file_without_scores(cli, small_train, tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("one\ntwo\n")
