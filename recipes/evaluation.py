@@ -7,6 +7,7 @@ evaluate` can never disagree.
 """
 
 from recipes.progress import announced
+from recipes.progress import prefixed
 
 
 def evaluate_sts(encoder, dataset, batch_size=64, note=None):
@@ -34,6 +35,17 @@ def evaluate_sts(encoder, dataset, batch_size=64, note=None):
         "spearman": 100.0 * scores["spearman"],
         "pearson": 100.0 * scores["pearson"],
     }
+
+
+def epoch_end_sts_evaluator(encoder, dataset, name, note):
+    """The `SpearmanEvaluator` callback that `train` scores `dataset` (--dev) with
+    after every epoch, logging `<name>_spearman`; `note` announces its encodings."""
+    from keras_cosent.callbacks import SpearmanEvaluator
+
+    return SpearmanEvaluator.from_dataset(
+        dataset, name=name, verbose=0,
+        encoder=announced(encoder, prefixed(note, f"{name}, end of epoch"),
+                          "distinct sentences"))
 
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10, 100)

@@ -21,13 +21,12 @@ import time
 import keras
 
 from keras_cosent.callbacks import ResumableTraining
-from keras_cosent.callbacks import SpearmanEvaluator
 from keras_cosent.training import build
 from recipes import reporting
+from recipes.evaluation import epoch_end_sts_evaluator
 from recipes.evaluation import evaluate_sts
 from recipes.model_loading import load_encoder
 from recipes.options import loss_options
-from recipes.progress import announced
 from recipes.progress import prefixed
 from recipes.progress import to_stderr
 
@@ -90,10 +89,7 @@ def train_stages(config, directory, env, backup_dir):
             log = backup_dir / STAGE_LOG.format(stage=stage)
             callbacks = []
             if dev is not None:
-                callbacks.append(SpearmanEvaluator.from_dataset(
-                    dev, name=DEV_NAME, verbose=0,
-                    encoder=announced(encoder, prefixed(env.note, "dev, end of epoch"),
-                                      "distinct sentences")))
+                callbacks.append(epoch_end_sts_evaluator(encoder, dev, DEV_NAME, env.note))
             callbacks += [
                 zero_loss_warning(),
                 non_finite_loss_error(),

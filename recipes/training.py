@@ -23,7 +23,6 @@ import numpy as np
 from keras_cosent.callbacks import CollapseGuard
 from keras_cosent.callbacks import ResumableTraining
 from keras_cosent.callbacks import RetrievalEvaluator
-from keras_cosent.callbacks import SpearmanEvaluator
 from keras_cosent.data import DataFormatError
 from keras_cosent.training import build
 from keras_cosent.training import get_objective
@@ -33,6 +32,7 @@ from recipes import reporting
 from recipes.errors import CliError
 from recipes.errors import one_line
 from recipes.evaluation import evaluate_retrieval
+from recipes.evaluation import epoch_end_sts_evaluator
 from recipes.evaluation import evaluate_sts
 from recipes.evaluation import note_identical_ids
 from recipes.model_loading import ENCODER_FILE
@@ -543,10 +543,7 @@ def _train_encoder(config, directory, env, backup_dir):
     if dev is not None:
         results["dev_before_training"] = evaluate_sts(
             encoder, dev, note=prefixed(env.note, "dev before training"))
-        callbacks.append(SpearmanEvaluator.from_dataset(
-            dev, name=DEV_NAME, verbose=0,
-            encoder=announced(encoder, prefixed(env.note, "dev, end of epoch"),
-                              "distinct sentences")))
+        callbacks.append(epoch_end_sts_evaluator(encoder, dev, DEV_NAME, env.note))
     ignore_identical_ids = config.get("ignore_identical_ids", False)
     use_faiss = config.get("use_faiss", False)
     if dev_retrieval is not None:

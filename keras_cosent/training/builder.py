@@ -215,8 +215,7 @@ def build(
             f"`batch_size`={batch_size} is too small for objective {objective.name!r}: it "
             f"needs at least {objective.min_batch_size} rows per batch."
         )
-    graded = graded_terms(objective)
-    if word_repetition is not None and graded:
+    if word_repetition is not None and (graded := graded_terms(objective)):
         # Column 1 of a scored pair is no second view of column 0: repeating its
         # words changes the pair its score grades.
         raise ValueError(
