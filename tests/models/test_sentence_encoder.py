@@ -639,9 +639,13 @@ def test_the_unused_bert_pooler_is_frozen_through_training_and_reloading(tmp_pat
     restored = keras.saving.load_model(path)
     assert restored.backbone.get_layer("pooled_dense").trainable is False
     assert len(restored.trainable_weights) == len(encoder.trainable_weights)
-    # Keras' setter of the backbone unfreezes it, as README says; the encoder's freezes it.
+    # Freezing and unfreezing the backbone itself (Keras' setter) unfreezes it, as README
+    # says; freezing and unfreezing the encoder freezes it again. (On TensorFlow, Keras
+    # skips setting `trainable` to the value it has: both go through a change.)
+    encoder.backbone.trainable = False
     encoder.backbone.trainable = True
     assert pooler.trainable
+    encoder.trainable = False
     encoder.trainable = True
     assert not pooler.trainable
 
