@@ -5,11 +5,17 @@ when the caller's backend is JAX or PyTorch:
 
     python -m keras_cosent.export._export_worker --encoder x.keras --output DIR [--max-length N] [--no-string-signatures] [--truncate-dim D]
 
-It exits non-zero with the error on stderr; the caller re-raises it.
+It exits non-zero with the error on stderr; the caller re-raises it. A
+`ValueError` (a `max_length` or `truncate_dim` the model does not allow) is also
+written as one `ERROR_MARKER` line, which the caller re-raises as the same
+`ValueError`, as the TensorFlow backend raises it in process.
 """
 
 import argparse
+import json
 import sys
+
+ERROR_MARKER = "keras-cosent-export-value-error: "
 
 
 def main(argv=None):
@@ -37,13 +43,17 @@ def main(argv=None):
     from keras_cosent.export.serving_graph import write_serving_saved_model
 
     encoder = keras.saving.load_model(args.encoder)
-    write_serving_saved_model(
-        encoder,
-        args.output,
-        max_length=args.max_length,
-        string_signatures=not args.no_string_signatures,
-        truncate_dim=args.truncate_dim,
-    )
+    try:
+        write_serving_saved_model(
+            encoder,
+            args.output,
+            max_length=args.max_length,
+            string_signatures=not args.no_string_signatures,
+            truncate_dim=args.truncate_dim,
+        )
+    except ValueError as error:
+        print(ERROR_MARKER + json.dumps(str(error)), file=sys.stderr)
+        raise
 
 
 if __name__ == "__main__":

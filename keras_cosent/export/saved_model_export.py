@@ -10,6 +10,7 @@ temporary directory under `base_dir` (non-numeric, so the server ignores it)
 and is renamed into place, so the server never sees a half-written version.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ import tempfile
 
 import keras
 
+from keras_cosent.export._export_worker import ERROR_MARKER
 from keras_cosent.models.encoder_loading import ENCODER_FILENAME
 from keras_cosent.models.encoder_loading import checked_keras_archive
 from keras_cosent.models.encoder_loading import saved_encoder_config
@@ -42,6 +44,15 @@ def _check_exportable(encoder_or_path, string_signatures):
     """Refuses, before any export, what is no `SentenceEncoder` (a `.keras` file's
     config is read without loading it) and string signatures without a tokenizer."""
     if isinstance(encoder_or_path, (str, os.PathLike)):
+        given = os.fspath(encoder_or_path)
+        if os.path.isfile(given) and not given.endswith(".keras"):
+            # Said here, in this function's terms: the loaders' message offers
+            # checkpoint folders and preset names, which are not exported as such.
+            raise ValueError(
+                f"`encoder_or_path` {given!r} is a file but not a `.keras` file saved with "
+                "`encoder.save(...)`; expected a SentenceEncoder, a `.keras` file or a "
+                "`keras-cosent train` output directory (holding `encoder.keras`)"
+            )
         path = saved_encoder_file(encoder_or_path)
         if path is None:
             return  # no such file: `_write_export` says so, after the version's checks
@@ -119,6 +130,11 @@ def _export_in_subprocess(encoder_file, export_dir, max_length, string_signature
     result = subprocess.run(command, env=env, capture_output=True, text=True,
                             cwd=_package_root())
     if result.returncode != 0:
+        for line in reversed((result.stderr or "").splitlines()):
+            if line.startswith(ERROR_MARKER):
+                # An argument the model does not allow: the error TensorFlow
+                # raises in process, not a RuntimeError around start-up logs.
+                raise ValueError(json.loads(line[len(ERROR_MARKER):]))
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-25:])
         raise RuntimeError(
             f"Exporting {encoder_file} through the TensorFlow backend failed "
@@ -204,10 +220,11 @@ def export_saved_model(
         truncate_dim: `None`, or an int in `[1, embedding dim]`: every
             signature serves the first `truncate_dim` coordinates,
             re-normalised (`similarity` their cosine), as
-            `SentenceEncoder.encode(truncate_dim=...)` gives. For a path, a
-            value above the model's dimension fails in the export subprocess
-            (`RuntimeError` with its message), as does a `max_length` above
-            the backbone's length; the rest is checked before the export.
+            `SentenceEncoder.encode(truncate_dim=...)` gives. A value above
+            the model's dimension raises `ValueError`, as does a `max_length`
+            above the backbone's length; for a path off TensorFlow, only once
+            the export subprocess has loaded the model (the rest is checked
+            before the export).
 
     Returns:
         The path of the written version directory, as a string.

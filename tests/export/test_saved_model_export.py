@@ -361,8 +361,16 @@ def test_bad_arguments_fail_before_exporting_on_every_backend(served, tmp_path):
     siamese = keras_cosent.models.SiameseEncoder(encoder)
     siamese_file = tmp_path / "siamese.keras"
     siamese.save(siamese_file)
+    text_file = tmp_path / "train.tsv"
+    text_file.write_text("a\tb\t1\n")
     base = tmp_path / "base"
     for model, kwargs, match in (
+            # Named as this function's argument, offering what it exports (the
+            # loaders' wording said MODEL and offered checkpoints and presets).
+            (text_file, {}, f"`encoder_or_path` {str(text_file)!r} is a file but not a "
+                            "`.keras` file saved with `encoder.save(...)`; expected a "
+                            "SentenceEncoder, a `.keras` file or a `keras-cosent train` "
+                            "output directory"),
             (saved, {"max_length": "8"}, "`max_length`='8'"),
             (saved, {"max_length": 2}, "`max_length`=2"),
             (siamese, {}, "should be a keras_cosent SentenceEncoder. Received: a SiameseEncoder"),
@@ -371,6 +379,27 @@ def test_bad_arguments_fail_before_exporting_on_every_backend(served, tmp_path):
             (saved, {"string_signatures": "False"}, "`string_signatures` should be a bool")):
         with pytest.raises(ValueError, match=re.escape(match)):
             keras_cosent.export.export_saved_model(model, base, **kwargs)
+    assert not base.exists()
+
+
+def test_arguments_the_model_refuses_raise_value_error_on_every_backend(served, tmp_path):
+    # Off TensorFlow, a saved encoder's `max_length` above its backbone's length, or a
+    # `truncate_dim` above its dimension, came back as a RuntimeError around the export
+    # worker's start-up logs (CUDA probing first), where TensorFlow raised ValueError.
+    encoder = served["encoder"]
+    saved = tmp_path / "encoder.keras"
+    encoder.save(saved)
+    too_long = encoder.backbone.max_sequence_length + 1
+    too_wide = encoder.embedding_dim + 1
+    base = tmp_path / "base"
+    for kwargs, message in (
+            ({"max_length": too_long},
+             f"`max_length`={too_long} exceeds the backbone's `max_sequence_length`="
+             f"{too_long - 1}."),
+            ({"truncate_dim": too_wide}, f"Received: `truncate_dim`={too_wide}")):
+        with pytest.raises(ValueError) as info:
+            keras_cosent.export.export_saved_model(saved, base, **kwargs)
+        assert message in str(info.value) and "cuda" not in str(info.value).lower()
     assert not base.exists()
 
 
