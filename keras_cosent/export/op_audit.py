@@ -256,7 +256,9 @@ def format_audit(report):
         per_op = ", ".join(f"{op} >= {v or '?'}" for op, v in text["ops"].items())
         lines.append(
             f"TensorFlow Text: needs >= {text['minimum_version']} ({per_op}); "
-            f"exported with tensorflow-text {text['installed']}."
+            # The auditing process's version: a SavedModel records none.
+            + (f"tensorflow-text {text['installed']} is installed here." if text["installed"]
+               else "tensorflow-text is not installed here.")
         )
         lines.append(
             "  Stock tensorflow_model_server links TensorFlow Text ops at one pinned "

@@ -296,6 +296,10 @@ def test_op_audit(served):
     assert "core TensorFlow ops only" in rendered
     assert "NOT core TensorFlow: FastWordpieceTokenizeWithOffsets (tensorflow_text)" in rendered
     assert "needs >= 2.7" in rendered and "Op type not registered" in rendered
+    # The version is this process's: the SavedModel does not record the exporter's.
+    assert f"tensorflow-text {text_info['installed']} is installed here." in rendered
+    assert "not installed here" in keras_cosent.export.format_audit(
+        {**report, "tensorflow_text": {**text_info, "installed": None}})
 
 
 def test_full_export_needs_tensorflow_text_ops_to_load(served):
