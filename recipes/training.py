@@ -173,19 +173,40 @@ def read_retrieval_splits(config, env):
         )
     size = config.get("dev_retrieval_holdout")
     if size is not None:
-        try:
-            train, dev = hold_out_queries(train, size, seed=0)
-        except ValueError as error:  # too many: it names the folder and its query count
-            raise CliError(f"--dev-retrieval-holdout {size}: {error}") from None
+        if size >= len(train.qrels):  # said with the option, not hold_out_queries' `size`
+            raise CliError(
+                f"--dev-retrieval-holdout {size}: --train-retrieval {config['train_retrieval']} "
+                f"has {len(train.qrels)} queries with a relevant document; hold out at most "
+                f"{len(train.qrels) - 1}, so that some are left to train on"
+            )
+        train, dev = hold_out_queries(train, size, seed=0)
         env.note(f"--dev-retrieval-holdout: {size} of {size + len(train.queries)} queries of "
                  f"--train-retrieval held out as the dev split ({len(dev.corpus)} documents); "
                  f"training on the other {len(train.queries)}")
+    if train is not None:
+        check_enough_pairs(train, config, size)
     dev_option = "--dev-retrieval-holdout" if size is not None else "--dev-retrieval"
     for data, option in ((train, "--train-retrieval"), (dev, dev_option)):
         if data is not None:
             note_identical_ids(env, data, option, config.get("ignore_identical_ids", False),
                                mining=option == "--train-retrieval")
     return train, dev
+
+
+def check_enough_pairs(train, config, holdout):
+    """Refuses, before the mining, a `--train-retrieval` set whose (query, positive)
+    pairs cannot fill one batch that `--loss` learns from (each pair is a row)."""
+    objective = get_objective(config["loss"])
+    pairs = sum(score >= 1 for judged in train.qrels.values() for score in judged.values())
+    if pairs >= objective.min_batch_size:
+        return
+    left = (f"--dev-retrieval-holdout {holdout} leaves --train-retrieval "
+            if holdout is not None else "--train-retrieval ")
+    raise CliError(
+        f"{left}{config['train_retrieval']} {pairs} (query, positive) pair(s) to train on, "
+        f"and --loss {objective.name} needs at least {objective.min_batch_size} rows in a "
+        "batch to learn from" + ("; hold out fewer queries" if holdout is not None else "")
+    )
 
 
 def mine_training_rows(config, encoder, env, backup_dir, directory, data):

@@ -286,7 +286,21 @@ def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_pa
     result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
                  "--train-retrieval", folders["train"], "--dev-retrieval-holdout", 24,
                  "--output", output)
-    assert_one_line_error(result, "--dev-retrieval-holdout 24", "has 24 queries")
+    # Said in the option's terms (hold_out_queries' own message names its `size`).
+    message = assert_error_after_notes(
+        result, f"--dev-retrieval-holdout 24: --train-retrieval {folders['train']} has 24 "
+                "queries with a relevant document; hold out at most 23")
+    assert "size" not in message
+    # One pair left cannot fill an InfoNCE batch: refused before the mining, where
+    # the error named the run's mined.jsonl, which the failed run did not keep.
+    result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
+                 "--train-retrieval", folders["train"], "--dev-retrieval-holdout", 23,
+                 "--output", output)
+    assert_error_after_notes(
+        result, f"--dev-retrieval-holdout 23 leaves --train-retrieval {folders['train']} 1 "
+                "(query, positive) pair(s) to train on, and --loss infonce needs at least 2 "
+                "rows in a batch to learn from; hold out fewer queries")
+    assert "mining" not in result.stderr and not output.exists()
     result = cli("train", "--train", small_train, "--train-retrieval", folders["train"],
                  "--output", output)
     assert_one_line_error(result, "--train or --train-retrieval, not both")
