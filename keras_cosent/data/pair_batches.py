@@ -200,6 +200,7 @@ class PairBatches(keras.utils.PyDataset):
         else:
             self._num_batches = math.ceil(num_rows / self.batch_size)
         self._epoch = 0
+        self._warned_epochs = set()
         self._batches = self._plan_epoch(0)
         self._warn_of_plan()
 
@@ -276,7 +277,7 @@ class PairBatches(keras.utils.PyDataset):
         if stats["oversized"] or stats["conflicts"] or stats["dropped"] > natural_remainder:
             # Said by _warn_of_plan when the epoch is served: `on_epoch_end` also
             # plans the epoch after the last, which no one trains on.
-            self._plan_warning = (
+            self._plan_warning = epoch, (
                 f"PairBatches(unique_texts=True) on {self.dataset.source!r}, epoch {epoch}: "
                 f"{stats['oversized']} row(s) went into oversized batches, "
                 f"{stats['conflicts']} row(s) share a text with their batch (no batch "
@@ -421,10 +422,16 @@ class PairBatches(keras.utils.PyDataset):
         return False
 
     def _warn_of_plan(self):
-        """Warns, once, of what the unique-texts placement could not avoid this epoch."""
+        """Warns, once per epoch, of what the unique-texts placement could not avoid.
+
+        Once even when the epoch is planned again: `fit` plans epoch 1 before the
+        first epoch, and `ServeEpochBatches` then plans epoch 0 anew, to the same
+        batches."""
         if self._plan_warning is not None:
-            message, self._plan_warning = self._plan_warning, None
-            warnings.warn(message, stacklevel=3)
+            (epoch, message), self._plan_warning = self._plan_warning, None
+            if epoch not in self._warned_epochs:
+                self._warned_epochs.add(epoch)
+                warnings.warn(message, stacklevel=3)
 
     def __len__(self):
         return self._num_batches

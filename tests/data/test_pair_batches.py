@@ -210,6 +210,15 @@ def test_unique_texts_impossible_warns_and_keeps_rows():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         batches[1]  # once per epoch
+        # Planned again, as `fit` (epoch 1 before the first epoch) and then
+        # `ServeEpochBatches` (epoch 0 anew) do: the same plan is not warned of twice.
+        batches.set_epoch(0)
+        batches[0]
+        batches.set_epoch(1)
+        batches[0]
+    batches.set_epoch(2)
+    with pytest.warns(UserWarning, match="epoch 2: .* share a text"):
+        batches[0]
 
 
 def test_unique_texts_allows_same_text_within_a_row():
