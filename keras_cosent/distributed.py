@@ -64,6 +64,11 @@ from keras_cosent.utils.arguments import check_positive_int
 
 # === Setting up ===
 
+# How a CPU becomes several TensorFlow devices: in Python only, before TensorFlow
+# initialises (the command line replaces it, `recipes.commands.train`).
+TF_CPU_HINT = ("(on CPU, split the CPU with tf.config.set_logical_device_configuration "
+               "before TensorFlow initialises)")
+
 
 def data_parallel(devices):
     """A context in which models train data-parallel over `devices` local devices.
@@ -93,7 +98,7 @@ def data_parallel(devices):
     backend = keras.backend.backend()
     if backend == "jax":
         available = keras.distribution.list_devices()
-        _check_count(devices, len(available), "JAX devices",
+        _check_count(devices, len(available), "JAX",
                      "(on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count=N "
                      "before JAX is imported)")
         if devices == 1:
@@ -103,9 +108,7 @@ def data_parallel(devices):
         import tensorflow as tf
 
         available = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-        _check_count(devices, len(available), "TensorFlow devices",
-                     "(on CPU, split the CPU with tf.config.set_logical_device_configuration "
-                     "before TensorFlow initialises)")
+        _check_count(devices, len(available), "TensorFlow", TF_CPU_HINT)
         if devices == 1:
             return contextlib.nullcontext()
         return _mirrored_strategy(tuple(device.name for device in available[:devices])).scope()
@@ -130,10 +133,11 @@ def _mirrored_strategy(device_names):
     return tf.distribute.MirroredStrategy(list(device_names))
 
 
-def _check_count(wanted, available, what, hint):
+def _check_count(wanted, available, backend, hint):
     if wanted > available:
+        visible = "device is" if available == 1 else "devices are"
         raise ValueError(
-            f"`devices`={wanted} but only {available} {what} are visible {hint}."
+            f"`devices`={wanted} but only {available} {backend} {visible} visible {hint}."
         )
 
 

@@ -760,7 +760,12 @@ def _is_other_rank(config):
     try:
         scope = distributed.data_parallel(config["devices"])  # checks the device count
     except ValueError as error:
-        raise CliError(f"--devices {config['devices']}: {one_line(error)}") from error
+        # The command line cannot split a CPU into TensorFlow devices (Python can).
+        message = one_line(error).replace(
+            distributed.TF_CPU_HINT,
+            "(on a CPU, only the library splits it into several: see README.md, "
+            '"Several devices"; JAX takes XLA_FLAGS=--xla_force_host_platform_device_count=N)')
+        raise CliError(f"--devices {config['devices']}: {message}") from error
     with scope:
         return distributed.rank() != 0
 

@@ -489,6 +489,26 @@ def test_devices_beyond_the_process_count_is_a_one_line_error(cli, small_train, 
     assert not (tmp_path / "run").exists()
 
 
+def test_too_many_tensorflow_devices_points_a_cli_user_at_what_works(
+        cli, small_train, tmp_path, monkeypatch):
+    # TensorFlow's hint (split the CPU with tf.config before TensorFlow initialises) is
+    # Python's to follow: the command line has no way to, so it says what does.
+    from keras_cosent import distributed
+
+    def one_tensorflow_device(devices):
+        distributed._check_count(devices, 1, "TensorFlow", distributed.TF_CPU_HINT)
+
+    monkeypatch.setattr(distributed, "data_parallel", one_tensorflow_device)
+    result = cli("train", "--train", small_train, "--devices", 2, "--batch-size", 8,
+                 "--output", tmp_path / "run")
+    line = assert_one_line_error(
+        result, "--devices 2: `devices`=2 but only 1 TensorFlow device is visible (on a CPU, "
+                'only the library splits it into several: see README.md, "Several devices"; '
+                "JAX takes XLA_FLAGS=--xla_force_host_platform_device_count=N).")
+    assert "set_logical_device_configuration" not in line
+    assert not (tmp_path / "run").exists()
+
+
 def test_batch_size_that_does_not_split_over_the_devices_is_a_one_line_error(
         cli, small_train, tmp_path):
     # The builder's ValueError came out as a traceback, on every torchrun rank.

@@ -158,6 +158,25 @@ def test_data_parallel_takes_numpy_ints_as_build_does_and_names_a_bad_count():
                 pass
 
 
+@pytest.mark.skipif(keras.backend.backend() == "torch",
+                    reason="PyTorch counts torchrun's processes (tests/recipes/test_train.py)")
+def test_data_parallel_beyond_the_visible_devices_counts_them():
+    from keras_cosent import distributed
+
+    if keras.backend.backend() == "jax":
+        visible, name = len(keras.distribution.list_devices()), "JAX"
+    else:
+        import tensorflow as tf
+
+        visible = len(tf.config.list_logical_devices("GPU")
+                      or tf.config.list_logical_devices("CPU"))
+        name = "TensorFlow"
+    devices = "device is" if visible == 1 else "devices are"
+    with pytest.raises(ValueError, match=re.escape(
+            f"`devices`={visible + 1} but only {visible} {name} {devices} visible (on CPU, ")):
+        distributed.data_parallel(visible + 1)
+
+
 def test_word_repetition_needs_a_positives_column():
     texts = PairDataset([list(FIRST)], np.array([0, 0, 1, 1, 2, 2, 3, 3], "int32"),
                         source="inline", classes=["w", "x", "y", "z"])
