@@ -193,6 +193,21 @@ def read_retrieval_splits(config, env):
     return train, dev
 
 
+def note_padding(config, setup, env):
+    """Says why batches are padded when --packing (the default) asked for packed ones."""
+    if not config["packing"] or getattr(setup.batches, "packing", True):
+        return
+    reasons = []
+    if config.get("devices", 1) > 1:
+        reasons.append(f"--devices {config['devices']} splits each batch by rows")
+    if config.get("mini_batch_size") is not None:
+        reasons.append("--mini-batch-size embeds each batch a few rows at a time")
+    if not reasons:
+        reasons.append(f"the --backbone is a {type(setup.encoder.backbone).__name__}, "
+                       "and only keras-hub BERT backbones pack")
+    env.note(f"batches are padded, not packed: {'; '.join(reasons)}")
+
+
 def check_enough_pairs(train, config, holdout):
     """Refuses, before the mining, a `--train-retrieval` set whose (query, positive)
     pairs cannot fill one batch that `--loss` learns from (each pair is a row)."""
@@ -558,6 +573,7 @@ def _train_encoder(config, directory, env, backup_dir):
                 **loss_options(config, config["loss"]),
             )
     model, batches = setup.model, setup.batches
+    note_padding(config, setup, env)
 
     results = {}
     callbacks = []

@@ -312,6 +312,14 @@ def test_mini_batch_size_trains_cached_batches_recorded_and_replayed(
     assert words[words.index("--mini-batch-size") + 1] == "3"
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert np.isfinite(metrics[0]["loss"])
+    # --packing is the default, which the cached step cannot take: said, not silent.
+    assert ("batches are padded, not packed: --mini-batch-size embeds each batch a few "
+            "rows at a time") in result.stderr
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+                 "--loss", "infonce", "--batch-size", 8, "--max-length", 16,
+                 "--output", tmp_path / "packed")
+    assert result.exit_code == 0, result.output
+    assert "padded, not packed" not in result.stderr
 
 
 @pytest.mark.parametrize("devices, message", [
