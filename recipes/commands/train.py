@@ -306,11 +306,13 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="Train under this Keras dtype policy: layers compute in bfloat16 or "
               "float16 (float16 with loss scaling), weights, losses and scores stay "
               "float32, and the saved encoder computes in float32. Alone, the flag means "
-              "mixed_float16. For GPUs (bfloat16 on recent ones); slower on most CPUs.")
+              "mixed_float16. For GPUs (bfloat16 on recent ones); slower on most CPUs, where "
+              "TensorFlow and JAX refuse mixed_float16.")
 @click.option("--packing/--no-packing", default=True, show_default=True,
               help="Pack each batch's sentences into shared rows instead of padding them "
                    "(the same function and gradients on less work, but other dropout "
-                   "masks than padded batches; keras-hub BERT backbones, others pad).")
+                   "masks than padded batches; keras-hub BERT backbones, others pad, as "
+                   "--devices above 1 and --mini-batch-size do).")
 @click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
               help="Train data-parallel on this many devices, with in-batch losses over the "
                    "global --batch-size (a multiple of it): JAX and TensorFlow take the first "
