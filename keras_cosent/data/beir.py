@@ -457,7 +457,8 @@ def read_retrieval_triplets(path, num_negatives=None):
                 line_number,
                 f"{len(negatives)} negatives where earlier rows have {len(rows[0]) - 2}; "
                 "every row needs as many: re-mine with a wider rank window (`range_max`; "
-                "`keras-cosent mine --range-max`), or cut rows to one length "
+                "`keras-cosent mine --range-max`) or completing short rows with random "
+                "documents (`fill=\"random\"`; `--fill random`), or cut rows to one length "
                 "(`num_negatives=`)",
             )
         rows.append([record["query"], record["positive"]] + negatives)

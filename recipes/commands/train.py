@@ -164,7 +164,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               help="BEIR folder to train on instead of --train: hard negatives are mined for "
               "each (query, positive) with the starting encoder (--backbone) into the run "
               "directory (mined.jsonl, as `keras-cosent mine` writes), and the (query, "
-              "positive, negatives...) rows train the --loss, which must take unlabelled rows "
+              "positive, negatives...) rows train the --loss, which must take them as they are "
               "(infonce, as --recipe retrieval-infonce sets; checked before the mining).")
 @click.option("--train-retrieval-split", default=None,
               show_default="the folder's only qrels file, else train",
@@ -337,7 +337,8 @@ def train(ctx, env, **options):
     Leaves in --output: encoder.keras, config.json (with the command that repeats
     the run), metrics.csv and metrics.json (loss, dev Spearman/Pearson per epoch),
     training.png, and results.json with the final dev/test evaluation; with
-    --train-retrieval also mined.jsonl, the rows it trained on.
+    --train-retrieval also mined.jsonl, the rows it mined (those with fewer
+    negatives than asked, under --mine-fill none, were left out of training).
     """
     options = apply_recipe(ctx, options)
     overwrite = options.pop("overwrite")
@@ -722,9 +723,15 @@ def _check_loss_takes_mined_rows(options):
         rows = PairDataset([["query"], ["positive"]] + [["negative"]] * count, None,
                            "--train-retrieval")
         try:
-            objective.prepare(rows, MINED_FORMAT)
+            shaped = objective.prepare(rows, MINED_FORMAT)
         except DataFormatError as error:
             return error.reason
+        if len(shaped) != 1:  # simcse: every text alone, the pairing gone
+            return (f"objective {objective.name!r} trains on each text alone, not on the "
+                    "(query, positive) pairs")
+        if shaped.num_columns < len(rows.columns):  # ntxent keeps two columns
+            return (f"objective {objective.name!r} keeps the (query, positive) pairs and "
+                    "would leave the mined negatives unused")
         return None
 
     count = options["mine_negatives"]
@@ -735,8 +742,8 @@ def _check_loss_takes_mined_rows(options):
     hint = ("--recipe retrieval-infonce trains --loss infonce on them" if fits is None
             else f"--mine-negatives {fits} makes rows it takes")
     raise click.BadParameter(
-        f"{options['loss']} cannot train on the rows --train-retrieval mines, (query, "
-        f"positive, {count} negative{'s' if count != 1 else ''}) without a label: {reason} "
+        f"{options['loss']} cannot train on the rows --train-retrieval mines, unlabelled "
+        f"(query, positive, {count} negative{'s' if count != 1 else ''}): {reason} "
         f"({hint})",
         param_hint="--loss",
     )

@@ -326,7 +326,7 @@ def test_a_loss_that_cannot_take_the_mined_rows_is_refused_before_mining(
             "--dev-retrieval", folders["dev"], "--output", output)
     assert_one_line_error(
         cli(*base), "--loss", "cosent cannot train on the rows --train-retrieval mines, "
-        "(query, positive, 3 negatives) without a label",
+        "unlabelled (query, positive, 3 negatives): objective 'cosent'",
         "needs 2 text columns and a label, found 5 columns and no label",
         "--recipe retrieval-infonce")
     assert_one_line_error(
@@ -337,6 +337,15 @@ def test_a_loss_that_cannot_take_the_mined_rows_is_refused_before_mining(
     assert_one_line_error(
         cli(*base, "--loss", "supcon"), "--loss", "(e.g. --text-columns text --label-column "
         "label); triplets-jsonl files have no classes (--recipe retrieval-infonce")
+    # Losses that take the rows but not as mined: simcse embeds each text alone,
+    # ntxent keeps (query, positive); the negatives were mined for nothing.
+    assert_one_line_error(
+        cli(*base, "--loss", "simcse"), "--loss", "objective 'simcse' trains on each text "
+        "alone, not on the (query, positive) pairs (--recipe retrieval-infonce")
+    assert_one_line_error(
+        cli(*base, "--loss", "ntxent"), "--loss", "objective 'ntxent' keeps the (query, "
+        "positive) pairs and would leave the mined negatives unused (--mine-negatives 0 "
+        "makes rows it takes)")
     assert mining_calls == [] and not output.exists()
     # The counts they take pass the check and train.
     result = cli(*base, "--loss", "triplet", "--mine-negatives", 1, "--epochs", 1,
