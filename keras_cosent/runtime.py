@@ -148,7 +148,7 @@ def enable(pieces=None, backend=None):
     """
     backend = current_backend(backend)
     for name in _names(pieces):
-        if _records.get(name, {}).get("on"):
+        if name in _undo:  # on, by this module: what the user set is read anew each time
             continue
         if PIECES[name] != backend:
             _records[name] = {"on": False, "detail": f"applies to the {PIECES[name]} backend only"}
@@ -216,7 +216,8 @@ def _names(pieces):
 def _apply_tf_bfc_allocator():
     previous = os.environ.get(TF_CPU_ALLOCATOR_ENV, _MISSING)
     if previous is not _MISSING:
-        return {"on": previous.lower() == "true", "detail": f"set by the user: {previous}"}
+        # Read as TensorFlow's ReadBoolFromEnvVar reads it: "true" or "1", in any case.
+        return {"on": previous.lower() in ("true", "1"), "detail": f"set by the user: {previous}"}
     os.environ[TF_CPU_ALLOCATOR_ENV] = "true"
 
     def undo():

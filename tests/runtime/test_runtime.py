@@ -120,12 +120,16 @@ def test_bfc_allocator_sets_the_variable_and_takes_it_back(monkeypatch, tensorfl
         assert after == {"on": False, "detail": "turned off"}
 
 
-def test_the_users_allocator_choice_wins(monkeypatch):
-    monkeypatch.setenv(runtime.TF_CPU_ALLOCATOR_ENV, "false")
+@pytest.mark.parametrize("value, on", [("false", False), ("0", False), ("TRUE", True),
+                                       ("1", True)])
+def test_the_users_allocator_choice_wins(monkeypatch, value, on):
+    # Recorded as TensorFlow reads it (tensorflow/core/util/env_var.cc, ReadBoolFromEnvVar:
+    # "true"/"1" and "false"/"0", any case): "1" was recorded off, and TensorFlow pooled.
+    monkeypatch.setenv(runtime.TF_CPU_ALLOCATOR_ENV, value)
     record = runtime.enable(["tf_bfc_allocator"], backend="tensorflow")["tf_bfc_allocator"]
-    assert record["on"] is False and "user" in record["detail"]
+    assert record["on"] is on and record["detail"] == f"set by the user: {value}"
     runtime.disable()
-    assert os.environ[runtime.TF_CPU_ALLOCATOR_ENV] == "false"
+    assert os.environ[runtime.TF_CPU_ALLOCATOR_ENV] == value
 
 
 def test_pieces_of_another_backend_stay_off_and_unknown_names_are_refused():
