@@ -84,13 +84,18 @@ def _next_version(base_dir):
     return max(versions) + 1 if versions else 1
 
 
-def _check_version(version):
+# TF Serving reads a version directory's name as an int64; a larger one is never served.
+MAX_VERSION = 2**63 - 1
+
+
+def _check_version(given):
+    version = given
     if isinstance(version, str) and version.isascii() and version.isdigit():
         version = int(version)
-    if not is_int(version) or version < 0:
+    if not is_int(version) or not 0 <= version <= MAX_VERSION:
         raise ValueError(
-            "`version` should be a non-negative integer (TF Serving's version "
-            f"directories are numeric). Received: `version`={version!r}"
+            f"`version` should be an integer from 0 to {MAX_VERSION} (TF Serving reads "
+            f"version directories as int64 numbers). Received: `version`={given!r}"
         )
     return int(version)
 

@@ -14,7 +14,7 @@ from recipes.output_files import refuse_unwritable
 @click.command(short_help="Export a model as a SavedModel for TF Serving.")
 @click.argument("model")
 @click.argument("base_dir", type=click.Path(file_okay=False))
-@click.option("--version", type=click.IntRange(min=0), default=None,
+@click.option("--version", type=click.IntRange(min=0, max=2**63 - 1), default=None,
               show_default="the next free number", help="Version sub-directory to write.")
 @click.option("--max-length", type=click.IntRange(min=3), default=None, show_default="the model's",
               help="Tokens per sentence the string signatures cut to, [CLS] and [SEP] "

@@ -76,7 +76,8 @@ def test_failed_export_leaves_nothing_behind(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("bad", [-1, "v1", 1.5, True])
+# 2**63: TF Serving reads version names as int64, and would never serve it.
+@pytest.mark.parametrize("bad", [-1, "v1", 1.5, True, 2**63, str(2**63)])
 def test_bad_version(tmp_path, stub_writer, bad):
     with pytest.raises(ValueError, match=f"`version`={bad!r}"):
         export_saved_model("x", str(tmp_path), version=bad)
