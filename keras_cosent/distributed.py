@@ -232,6 +232,40 @@ def shared_seed(seed):
     return values[0]
 
 
+def check_created_in_scope(model, name="encoder"):
+    """Refuses a model whose weights were created outside the current data-parallel context.
+
+    On JAX its weights sit on one device, and on TensorFlow outside the
+    strategy: `build` accepted such an encoder, and `fit` failed inside the
+    backend (an incompatible-devices error on JAX; `colocate_vars_with` with
+    the whole embedding table printed on TensorFlow). PyTorch's processes
+    each hold their own copy, created anywhere. A no-op on one device.
+
+    Example:
+
+    >>> import keras
+    >>> import keras_cosent
+    >>> keras_cosent.distributed.check_created_in_scope(keras.layers.Dense(2))
+    """
+    replicas = num_replicas()
+    backend = keras.backend.backend()
+    if replicas == 1 or backend == "torch":
+        return
+    if backend == "jax":
+        outside = [v for v in model.weights if len(v.value.sharding.device_set) < replicas]
+    else:
+        import tensorflow as tf
+
+        extended = tf.distribute.get_strategy().extended
+        outside = [v for v in model.weights if not extended.variable_created_in_scope(v.value)]
+    if outside:
+        raise ValueError(
+            f"The `{name}`'s weights ({outside[0].path}, ...) were created outside this "
+            f"`keras_cosent.distributed.data_parallel({replicas})` context: create or load "
+            f"the {name} inside it, then call `build`."
+        )
+
+
 # === The gather ===
 
 

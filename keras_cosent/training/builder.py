@@ -244,6 +244,7 @@ def build(
             f"({devices!r})` (on PyTorch, launched by `torchrun --nproc_per_node {devices!r}`)."
         )
     if replicas > 1:
+        distributed.check_created_in_scope(encoder)
         # Drawn here when None, and rank 0's on every PyTorch rank.
         seed = distributed.shared_seed(check_seed("seed", seed))
     if batch_size % replicas:

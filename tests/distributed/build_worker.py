@@ -15,6 +15,8 @@ writes from rank 0 `OUT_DIR/result.json`:
 - `seeds`: the shuffle seed each rank's batches use.
 - `build_multi_error`: what `build_multi` raised inside `data_parallel(2)`
   (`null` if it did not).
+- `outside_error`: what `build` raised inside `data_parallel(2)` for an encoder
+  created before it (`null` if it did not).
 """
 
 import json
@@ -45,13 +47,22 @@ def main(out):
         np.arange(ROWS, dtype="float32") / 4,  # row i's label is i / 4: it names the row
         source="inline",
     )
-    with distributed.data_parallel(2):
-        np.random.seed(1000 + distributed.rank())
-        encoder = keras_cosent.models.SentenceEncoder(
+    def make_encoder():
+        return keras_cosent.models.SentenceEncoder(
             keras_hub.models.BertBackbone(vocabulary_size=len(VOCAB), num_layers=1, num_heads=2,
                                           hidden_dim=8, intermediate_dim=16,
                                           max_sequence_length=16),
             keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True), max_length=16)
+
+    created_before = make_encoder()
+    with distributed.data_parallel(2):
+        try:
+            keras_cosent.training.build(created_before, pairs, "cosent", batch_size=4, epochs=1)
+            outside_error = None
+        except ValueError as error:
+            outside_error = str(error)
+        np.random.seed(1000 + distributed.rank())
+        encoder = make_encoder()
         setup = keras_cosent.training.build(encoder, pairs, "cosent", batch_size=4, epochs=1,
                                             devices=2, seed=None)
         labels = np.concatenate([np.asarray(setup.batches[i][1]).ravel()
@@ -77,7 +88,8 @@ def main(out):
         with open(os.path.join(out, "result.json"), "w") as f:
             json.dump({"rows": sorted(row for rows, _ in everyone for row in rows),
                        "seeds": [seed for _, seed in everyone],
-                       "build_multi_error": build_multi_error}, f)
+                       "build_multi_error": build_multi_error,
+                       "outside_error": outside_error}, f)
 
 
 if __name__ == "__main__":

@@ -32,3 +32,10 @@ def test_build_on_two_devices(tmp_path):
     assert len(set(result["seeds"])) == 1, result["seeds"]
     assert result["build_multi_error"] is not None
     assert "multi-dataset run trains on one device" in result["build_multi_error"]
+    # An encoder created before the context: `fit` failed inside JAX or TensorFlow
+    # (devices, `colocate_vars_with`); each PyTorch process holds its own copy.
+    if keras.backend.backend() == "torch":
+        assert result["outside_error"] is None
+    else:
+        assert "were created outside this `keras_cosent.distributed.data_parallel(2)` " \
+               "context: create or load the encoder inside it" in result["outside_error"]
