@@ -263,8 +263,9 @@ def unknown_ids_option(function):
         help="qrels rows naming a query or document that queries.jsonl or corpus.jsonl "
         "lacks: 'error' stops at the first, naming file and line; 'report' reads on and "
         "counts them (BEIR's ArguAna judges a document its corpus lacks): an unknown "
-        "query's rows are left out, an unknown document stays relevant and is never "
-        "retrieved, as BEIR's evaluation counts it, and trains nothing.",
+        "query's rows are left out; an unknown document, in scoring, stays relevant and is "
+        "never retrieved, as BEIR's evaluation counts it, and makes no mined or training "
+        "row.",
     )(function)
 
 

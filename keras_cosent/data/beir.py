@@ -280,8 +280,10 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
     skipped = [q for q, judged in qrels.items() if not any(s >= 1 for s in judged.values())]
     if skipped:
         warnings.warn(
-            f"{qrels_path}: {len(skipped)} judged queries have no relevant document and are "
-            f"skipped (first: {skipped[:5]})",
+            f"{qrels_path}: {len(skipped)} judged "
+            + ("query has no relevant document and is" if len(skipped) == 1
+               else "queries have no relevant document and are")
+            + f" skipped (first: {skipped[:5]})",
             stacklevel=2,
         )
     for q in skipped:

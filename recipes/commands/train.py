@@ -869,6 +869,10 @@ def build_config(backend, options, tuning=True):
         if config.get(key) is not None:
             folder, split = config[key], config[f"{key}_split"]
             parts = ("corpus.jsonl", "queries.jsonl", os.path.join("qrels", f"{split}.tsv"))
+            missing = [part for part in parts if not os.path.isfile(os.path.join(folder, part))]
+            if missing:  # as the reader says it, with the option: hashed before it reads
+                raise CliError(f"--{key.replace('_', '-')} {folder}: BEIR folder {folder!r} "
+                               f"has no {missing[0]}")
             config["data_sha256"][key] = hashlib.sha256(
                 "".join(_sha256(os.path.join(folder, part)) for part in parts).encode()
             ).hexdigest()

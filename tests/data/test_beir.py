@@ -38,7 +38,7 @@ def test_real_stsb_dev_counts_match_readme(shared_data):
 
 
 def test_title_joined_and_unrelevant_query_skipped(tmp_path):
-    with pytest.warns(UserWarning, match="1 judged queries have no relevant document"):
+    with pytest.warns(UserWarning, match="1 judged query has no relevant document and is skipped"):
         ds = read_beir(make_folder(tmp_path), "test")
     assert ds.corpus == {"d1": "Title body one", "d2": "body two"}
     assert ds.queries == {"q1": "first"} and ds.qrels == {"q1": {"d1": 2}}
@@ -118,7 +118,7 @@ def test_bom_and_crlf_read_as_plain_utf8_and_only_newline_ends_a_line(tmp_path):
     for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
         path = folder / name
         path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
-    with pytest.warns(UserWarning, match="1 judged queries"):
+    with pytest.warns(UserWarning, match="1 judged query has"):
         ds = read_beir(folder, "test")
     assert ds.corpus == {"d1": "Title body one", "d2": "body two"}
     assert ds.queries == {"q1": "first"} and ds.qrels == {"q1": {"d1": 2}}
@@ -132,7 +132,7 @@ def test_bom_and_crlf_read_as_plain_utf8_and_only_newline_ends_a_line(tmp_path):
     assert info.value.line == 4
     with open(folder / "corpus.jsonl", "rb+") as f:
         f.truncate(len(f.read()) - len(b'{"_id": "d4", "text": "a\rb"}\n'))
-    with pytest.warns(UserWarning, match="1 judged queries"):
+    with pytest.warns(UserWarning, match="1 judged query has"):
         assert read_beir(folder, "test").corpus["d3"] == "a\u2028b"
 
 

@@ -301,6 +301,16 @@ def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_pa
                 "(query, positive) pair(s) to train on, and --loss infonce needs at least 2 "
                 "rows in a batch to learn from; hold out fewer queries")
     assert "mining" not in result.stderr and not output.exists()
+    # A folder without one of its files, named with the option that gave it (the data
+    # hash for config.json read it first: "corpus.jsonl: No such file or directory").
+    (folders["dev"] / "corpus.jsonl").unlink()
+    result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
+                 "--train-retrieval", folders["train"], "--dev-retrieval", folders["dev"],
+                 "--output", output)
+    assert_error_after_notes(
+        result, f"--dev-retrieval {folders['dev']}: BEIR folder {str(folders['dev'])!r} has no "
+                "corpus.jsonl")
+    assert not output.exists()
     result = cli("train", "--train", small_train, "--train-retrieval", folders["train"],
                  "--output", output)
     assert_one_line_error(result, "--train or --train-retrieval, not both")
