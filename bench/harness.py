@@ -160,8 +160,11 @@ def read_lines(path, suites=None):
             raise SystemExit(f"{path}:{number}: not a JSON line ({error})") from None
         if suites is not None and (not isinstance(line, dict) or line.get("suite") not in suites):
             got = line.get("suite") if isinstance(line, dict) else None
+            # The suites with their own table say where to read it.
+            hint = (f"; read it with python -m bench {got} --summarize {path}"
+                    if got in ("retrieval", "losses") else "")
             raise SystemExit(f"{path}:{number}: not a result of {', '.join(suites)} "
-                             f"(its suite: {got!r})")
+                             f"(its suite: {got!r}){hint}")
         lines.append(line)
     return lines
 

@@ -92,6 +92,29 @@ def test_a_result_file_of_another_benchmark_is_named(tmp_path):
     assert result.stderr.strip() == f"{tmp_path / 'missing.jsonl'}: No such file or directory"
 
 
+def test_report_points_at_the_summary_of_a_suite_that_has_its_own(tmp_path):
+    results = tmp_path / "retrieval.jsonl"
+    results.write_text(json.dumps({"suite": "retrieval", "figures": {}}) + "\n")
+    result = _bench(tmp_path, "-m", "bench", "report", results)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"{results}:1: not a result of train-speed, encode-speed, memory (its suite: "
+        f"'retrieval'); read it with python -m bench retrieval --summarize {results}")
+
+
+def test_tool_help_lists_every_tool_with_what_it_measures(tmp_path):
+    # `tool --help` was refused as an unknown tool name.
+    from bench.__main__ import TOOLS
+
+    result = _bench(tmp_path, "-m", "bench", "tool", "--help")
+    assert result.returncode == 0, result.stderr
+    listed = {line.split()[0]: line for line in result.stdout.splitlines()[2:] if line.strip()}
+    assert sorted(listed) == sorted(TOOLS)
+    assert "GradCache" in listed["gradcache"]
+    bare = _bench(tmp_path, "-m", "bench", "tool")
+    assert bare.returncode == 2 and bare.stderr.strip() == result.stdout.strip()
+
+
 def test_gradcache_exits_non_zero_when_a_run_failed(tmp_path):
     # A worker that fails (here: no STS-B where the shared data should be) leaves
     # its row, which says how, and the benchmark no longer exits 0.
