@@ -179,6 +179,12 @@ def read_retrieval_splits(config, env):
                 f"has {len(train.qrels)} queries with a relevant document; hold out at most "
                 f"{len(train.qrels) - 1}, so that some are left to train on"
             )
+        folder = config["train_retrieval"]
+        if (config["train_retrieval_split"] != "dev"
+                and os.path.isfile(os.path.join(folder, "qrels", "dev.tsv"))):
+            env.note(f"--dev-retrieval-holdout: --train-retrieval {folder} has a dev split "
+                     f"of its own (qrels/dev.tsv), which --dev-retrieval {folder} would score "
+                     "instead of held-out training queries")
         train, dev = hold_out_queries(train, size, seed=0)
         env.note(f"--dev-retrieval-holdout: {size} of {size + len(train.queries)} queries of "
                  f"--train-retrieval held out as the dev split ({len(dev.corpus)} documents); "

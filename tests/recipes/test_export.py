@@ -186,7 +186,7 @@ def test_version_folders_are_ascii_numbers(cli, trained_run, tmp_path):
     for name in ("²", "١", "3", "07"):
         (tmp_path / name).mkdir()
     assert _next_version(str(tmp_path)) == 8
-    with pytest.raises(ValueError, match="non-negative integer"):
+    with pytest.raises(ValueError, match="should be an integer from 0 to"):
         from keras_cosent.export.saved_model_export import _check_version
 
         _check_version("²")

@@ -292,7 +292,9 @@ def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_pa
                 "queries with a relevant document; hold out at most 23")
     assert "size" not in message
     # One pair left cannot fill an InfoNCE batch: refused before the mining, where
-    # the error named the run's mined.jsonl, which the failed run did not keep.
+    # the error named the run's mined.jsonl, which the failed run did not keep. The
+    # folder has a dev split too, which --dev-retrieval would score: said.
+    (folders["train"] / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq0\td0\t1\n")
     result = cli("train", "--recipe", "retrieval-infonce", "--backbone", tiny_checkpoint,
                  "--train-retrieval", folders["train"], "--dev-retrieval-holdout", 23,
                  "--output", output)
@@ -301,6 +303,9 @@ def test_recipe_option_errors(cli, tiny_checkpoint, folders, small_train, tmp_pa
                 "(query, positive) pair(s) to train on, and --loss infonce needs at least 2 "
                 "rows in a batch to learn from; hold out fewer queries")
     assert "mining" not in result.stderr and not output.exists()
+    assert (f"--dev-retrieval-holdout: --train-retrieval {folders['train']} has a dev split of "
+            f"its own (qrels/dev.tsv), which --dev-retrieval {folders['train']} would score "
+            "instead of held-out training queries") in " ".join(result.stderr.split())
     # A folder without one of its files, named with the option that gave it (the data
     # hash for config.json read it first: "corpus.jsonl: No such file or directory").
     (folders["dev"] / "corpus.jsonl").unlink()
