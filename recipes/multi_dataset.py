@@ -113,7 +113,8 @@ def resolve_per_train_options(ctx, options, resume=False):
         unsupported += [name for name in ("keep_best", "collapse_guard") if options.get(name)]
     if unsupported:
         raise click.BadParameter(
-            f"is not supported with several --train files{' and --staged' if staged else ''}",
+            f"not supported with several --train files{' and --staged' if staged else ''}; "
+            "it needs a run of one --train file",
             param_hint=_flag(unsupported[0]),
         )
     if staged and resume:

@@ -293,6 +293,23 @@ def test_a_head_objective_is_refused_before_training_where_it_cannot_run(cli, ti
         assert not output.exists()
 
 
+def test_single_dataset_options_are_refused_with_several_files(cli, two_files, tmp_path):
+    # Each names its option, in a sentence ("Invalid value for --keep-best: is not
+    # supported ..." read as a fragment).
+    sts, _ = two_files
+    output = tmp_path / "run"
+    for options, flag, staged in (
+            (["--devices", 2, "--batch-size", 8], "--devices", ""),
+            (["--queue-size", 8, "--loss", "infonce"], "--queue-size", ""),
+            (["--staged", "--keep-best", "dev_spearman", "--dev", sts], "--keep-best",
+             " and --staged")):
+        result = cli("train", "--train", sts, "--train", sts, *options, "--output", output)
+        assert_one_line_error(
+            result, f"Invalid value for {flag}: not supported with several --train "
+                    f"files{staged}; it needs a run of one --train file")
+        assert not output.exists()
+
+
 def test_a_training_file_too_small_for_its_loss_is_a_one_line_error(cli, tiny_checkpoint,
                                                                    tmp_path):
     one = write_pair_tsv(tmp_path / "one.tsv", demo_rows("train")[:1])
