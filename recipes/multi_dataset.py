@@ -104,8 +104,8 @@ def resolve_per_train_options(ctx, options, resume=False):
         options.pop("stage_epochs", None)
         if options.get("sampling") is None:
             options["sampling"] = DEFAULT_SAMPLING
-    unsupported = [name for name in ("train_retrieval", "dev_retrieval", "mini_batch_size",
-                                     "queue_size", "word_repetition")
+    unsupported = [name for name in ("train_retrieval", "dev_retrieval", "dev_retrieval_holdout",
+                                     "mini_batch_size", "queue_size", "word_repetition")
                    if options.get(name) is not None]
     if (options.get("devices") or 1) > 1:
         unsupported.append("devices")

@@ -301,6 +301,8 @@ def test_single_dataset_options_are_refused_with_several_files(cli, two_files, t
     for options, flag, staged in (
             (["--devices", 2, "--batch-size", 8], "--devices", ""),
             (["--queue-size", 8, "--loss", "infonce"], "--queue-size", ""),
+            # Not "give --train-retrieval", which is then refused as well.
+            (["--dev-retrieval-holdout", 5], "--dev-retrieval-holdout", ""),
             (["--staged", "--keep-best", "dev_spearman", "--dev", sts], "--keep-best",
              " and --staged")):
         result = cli("train", "--train", sts, "--train", sts, *options, "--output", output)
