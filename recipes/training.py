@@ -216,7 +216,10 @@ def note_padding(config, setup, env):
 
 def check_enough_pairs(train, config, holdout):
     """Refuses, before the mining, a `--train-retrieval` set whose (query, positive)
-    pairs cannot fill one batch that `--loss` learns from (each pair is a row)."""
+    pairs cannot fill one batch that `--loss` learns from (each pair is a row); a
+    config without one (a caller that reads the folders only) is not checked."""
+    if config.get("loss") is None:
+        return
     objective = get_objective(config["loss"])
     pairs = sum(score >= 1 for judged in train.qrels.values() for score in judged.values())
     if pairs >= objective.min_batch_size:
