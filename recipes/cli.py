@@ -16,6 +16,7 @@ import warnings
 
 import click
 
+from recipes import interrupts
 from recipes.commands.check_serving import check_serving
 from recipes.commands.encode import encode
 from recipes.commands.evaluate import evaluate
@@ -56,12 +57,15 @@ def _terminate_as_interrupt():
     Either signal is handed again a moment later when its KeyboardInterrupt
     landed where Python drops exceptions (a garbage-collection callback, which
     JAX registers, a finalizer, a weakref callback: `sys.unraisablehook`):
-    the run would otherwise have gone on to its end."""
+    the run would otherwise have gone on to its end. Where code drops it
+    itself (Keras' bare `except:`), `fit` raises it again at its next batch
+    or epoch boundary (`recipes.interrupts`)."""
     terminated = []
     if threading.current_thread() is not threading.main_thread():
         yield terminated
         return
-    received = []
+    received = interrupts.RECEIVED  # where fit looks for them (`recipes.interrupts`)
+    received.clear()
 
     def interrupt(signum, frame):
         received.append(signum)
@@ -90,6 +94,7 @@ def _terminate_as_interrupt():
         sys.unraisablehook = previous_hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        received.clear()
 
 
 def _exit_without_teardown(code):

@@ -51,6 +51,7 @@ def train_stages(config, directory, env, backup_dir):
     from keras_cosent.training import get_objective
     from keras_cosent.training.builder import shaped_task
     from recipes.training import check_finite_embeddings
+    from recipes.training import interrupt_check
     from recipes.training import non_finite_loss_error
     from recipes.training import parse_matryoshka_dims
     from recipes.training import read_datasets
@@ -87,7 +88,7 @@ def train_stages(config, directory, env, backup_dir):
                 matryoshka_dims=matryoshka_dims, **loss_options(config, loss),
             )
             log = backup_dir / STAGE_LOG.format(stage=stage)
-            callbacks = []
+            callbacks = [interrupt_check()]
             if dev is not None:
                 callbacks.append(epoch_end_sts_evaluator(encoder, dev, DEV_NAME, env.note))
             callbacks += [

@@ -27,6 +27,7 @@ from keras_cosent.data import DataFormatError
 from keras_cosent.training import build
 from keras_cosent.training import get_objective
 from recipes import data_loading
+from recipes import interrupts
 from recipes import multi_dataset
 from recipes import reporting
 from recipes.errors import CliError
@@ -371,6 +372,27 @@ def run_policy(config):
         keras.mixed_precision.set_global_policy(previous)
 
 
+def interrupt_check():
+    """A callback that stops `fit` at its next batch or epoch boundary once a signal
+    came (`recipes.interrupts`): the KeyboardInterrupt raised where it landed may
+    have been dropped by Keras' own code (a bare `except:` in `pythonify_logs`)."""
+
+    class InterruptCheck(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            interrupts.raise_if_received()
+
+        def on_train_batch_end(self, batch, logs=None):
+            interrupts.raise_if_received()
+
+        def on_epoch_end(self, epoch, logs=None):
+            interrupts.raise_if_received()
+
+        def on_test_batch_end(self, batch, logs=None):
+            interrupts.raise_if_received()
+
+    return InterruptCheck()
+
+
 def non_finite_loss_error():
     """A callback that stops the run after an epoch whose loss is nan or inf.
 
@@ -585,7 +607,7 @@ def _train_encoder(config, directory, env, backup_dir):
     note_padding(config, setup, env)
 
     results = {}
-    callbacks = []
+    callbacks = [interrupt_check()]  # first: nothing else runs at a boundary after a signal
     if dev is not None:
         results["dev_before_training"] = evaluate_sts(
             encoder, dev, note=prefixed(env.note, "dev before training"))

@@ -110,3 +110,43 @@ def test_an_interrupted_process_exits_without_teardown(monkeypatch, tmp_path, ca
     with pytest.raises(SystemExit) as stopped:
         cli.main(sys.argv[1:])
     assert stopped.value.code == code
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_fit_stops_at_the_next_batch_when_code_drops_the_interrupt(signum):
+    # Keras converts each logged value inside a bare `except:` (`pythonify_logs`),
+    # where JAX's training loop waits for its step: most signals landed there, and a
+    # terminated `train` trained on to its last epoch (reproduced 5 of 6 on JAX).
+    import keras
+    import numpy as np
+
+    from recipes.training import interrupt_check
+
+    steps = []
+
+    class DropsTheInterrupt(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            steps.append(batch)
+            if len(steps) == 2:
+                try:  # as pythonify_logs does
+                    os.kill(os.getpid(), signum)
+                    for _ in range(10000):  # bytecodes for the handler to run in
+                        pass
+                except:  # noqa: E722
+                    pass
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.zeros((16, 3), "float32"), np.zeros((16, 1), "float32")
+    with _terminate_as_interrupt() as terminated:
+        # The check runs after the callback that dropped the interrupt, as it runs
+        # after `pythonify_logs`.
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(x, y, batch_size=2, epochs=3, verbose=0,
+                      callbacks=[DropsTheInterrupt(), interrupt_check()])
+    assert steps == [0, 1]  # not the 24 steps of 3 epochs
+    assert terminated == ([signal.SIGTERM] if signum == signal.SIGTERM else [])
+    # Cleared once the command ends: the next one in this process starts afresh.
+    from recipes import interrupts
+
+    assert interrupts.RECEIVED == []
