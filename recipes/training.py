@@ -174,13 +174,13 @@ def read_retrieval_splits(config, env):
         )
     size = config.get("dev_retrieval_holdout")
     if size is not None:
+        folder = config["train_retrieval"]
         if size >= len(train.qrels):  # said with the option, not hold_out_queries' `size`
             raise CliError(
-                f"--dev-retrieval-holdout {size}: --train-retrieval {config['train_retrieval']} "
-                f"has {len(train.qrels)} queries with a relevant document; hold out at most "
+                f"--dev-retrieval-holdout {size}: --train-retrieval {folder} has "
+                f"{len(train.qrels)} queries with a relevant document; hold out at most "
                 f"{len(train.qrels) - 1}, so that some are left to train on"
             )
-        folder = config["train_retrieval"]
         if (config["train_retrieval_split"] != "dev"
                 and os.path.isfile(os.path.join(folder, "qrels", "dev.tsv"))):
             env.note(f"--dev-retrieval-holdout: --train-retrieval {folder} has a dev split "
