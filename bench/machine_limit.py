@@ -114,7 +114,7 @@ def encode_lengths(counts, batch_size=32, max_length=64, multiple=1):
 def main():
     from bench.common import positive_int
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench tool machine-limit", description=__doc__.splitlines()[0])
     p.add_argument("--pairs", type=positive_int, default=512,
                    help="training pairs to count lengths over (the speed suite's default)")
     args = p.parse_args()

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 def main():
     from bench.common import positive_float, positive_int
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench tool peer-sts", description=__doc__.splitlines()[0])
     p.add_argument("--data", choices=["sts-benchmark", "sts-b-zh"], default="sts-benchmark")
     p.add_argument("--epochs", type=positive_int, default=4)
     p.add_argument("--batch-size", type=positive_int, default=16)

@@ -62,7 +62,7 @@ def peer_positions(peer, sentences, batch_size):
 def main():
     from bench.common import positive_int
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench tool profile-encode-torch", description=__doc__.splitlines()[0])
     p.add_argument("--top", type=positive_int, default=12)
     p.add_argument("--batch-size", type=positive_int, default=32)
     args = p.parse_args()

@@ -65,7 +65,7 @@ def summarise(xplane_path, top):
 def main():
     from bench.common import positive_int
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench tool profile-train", description=__doc__.splitlines()[0])
     p.add_argument("--stack", required=True, choices=["tensorflow", "jax"])
     p.add_argument("--pairs", type=positive_int, default=256)
     p.add_argument("--batch-size", type=positive_int, default=16)

@@ -150,7 +150,7 @@ def table(rows):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench quality", description=__doc__.splitlines()[0])
     p.add_argument("--data", choices=sorted(DATA), default="sts-benchmark")
     p.add_argument("--epochs", type=positive_int, default=4)
     p.add_argument("--runs", default="peer,tensorflow,jax,torch",

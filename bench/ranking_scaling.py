@@ -184,7 +184,7 @@ def plot(rows, path):
 def main():
     from bench.common import positive_float, positive_int, positive_int_list
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench tool ranking-scaling", description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default=DEFAULT_SIZES, type=positive_int_list,
                    help="comma-separated batch sizes")
     p.add_argument("--repeats", type=positive_int, default=5, help="timed calls per size (median)")

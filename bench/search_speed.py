@@ -167,7 +167,7 @@ def table(rows):
 def main():
     from bench.common import positive_int, positive_int_list
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench tool search-speed", description=__doc__.splitlines()[0])
     p.add_argument("--queries", type=positive_int, default=1000)
     p.add_argument("--corpus-sizes", default="10000,100000,1000000", type=positive_int_list,
                    help="comma-separated corpus sizes")

@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 def main():
     from bench.common import positive_int
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench tool train-steps", description=__doc__.splitlines()[0])
     p.add_argument("--stack", required=True, choices=["tensorflow", "jax", "torch"])
     p.add_argument("--pairs", type=positive_int, default=256)
     p.add_argument("--epochs", type=positive_int, default=4)

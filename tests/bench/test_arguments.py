@@ -113,6 +113,9 @@ def test_tool_help_lists_every_tool_with_what_it_measures(tmp_path):
     assert "GradCache" in listed["gradcache"]
     bare = _bench(tmp_path, "-m", "bench", "tool")
     assert bare.returncode == 2 and bare.stderr.strip() == result.stdout.strip()
+    # Each tool's usage names the command that runs it (it read "usage: search_speed.py").
+    tool = _bench(tmp_path, "-m", "bench", "tool", "search-speed", "--help")
+    assert tool.stdout.startswith("usage: python -m bench tool search-speed "), tool.stdout
 
 
 def test_gradcache_exits_non_zero_when_a_run_failed(tmp_path):
