@@ -161,8 +161,15 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieva
             curves.append((values, initial, title, color))
     figure, axes = pyplot.subplots(1, 1 + len(curves), figsize=(4.5 * (1 + len(curves)), 3.2))
     axes = list(axes) if curves else [axes]
-    axes[0].plot(epochs, [row.get("loss") for row in rows], marker="o")
-    axes[0].set(title="training loss", xlabel="epoch", ylabel="loss")
+    # One line per stage of a staged run: each stage trains its own loss, on its
+    # own scale, which a line across the boundary would join.
+    starts = [epoch for epoch in stage_starts if epoch > min(epochs, default=0)]
+    for first, end in zip([-math.inf, *starts], [*starts, math.inf]):
+        stage = [(row["epoch"], row.get("loss")) for row in rows if first <= row["epoch"] < end]
+        if stage:
+            axes[0].plot(*zip(*stage), marker="o", color="tab:blue")
+    axes[0].set(title="training loss" + (" (each stage its own)" if starts else ""),
+                xlabel="epoch", ylabel="loss")
     axes[0].set_xticks(epochs)
     for axis, (values, initial, title, color) in zip(axes[1:], curves):
         dev_epochs = ([0] if initial is not None else []) + epochs

@@ -67,6 +67,27 @@ def test_plot_is_a_png(tmp_path):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_staged_runs_loss_is_one_line_per_stage(tmp_path, monkeypatch):
+    # Stage 1's InfoNCE and stage 2's CoSENT were joined in one line, as one loss.
+    from matplotlib import pyplot
+
+    figures = []
+    monkeypatch.setattr(pyplot, "close", figures.append)
+    rows = history_rows({"loss": [3.0, 2.5, 6.0, 5.5, 5.0]})
+    plot_training(tmp_path / "staged.png", rows, None, stage_starts=[3])
+    plot_training(tmp_path / "plain.png", rows, None)
+    staged, plain = (figure.axes[0] for figure in figures)
+
+    def curves(axis):  # the loss lines, not the stage boundary's vertical line
+        return [(list(line.get_xdata()), list(line.get_ydata()))
+                for line in axis.get_lines() if line.get_marker() == "o"]
+
+    assert curves(staged) == [([1, 2], [3.0, 2.5]), ([3, 4, 5], [6.0, 5.5, 5.0])]
+    assert staged.get_title() == "training loss (each stage its own)"
+    assert curves(plain) == [([1, 2, 3, 4, 5], [3.0, 2.5, 6.0, 5.5, 5.0])]
+    assert plain.get_title() == "training loss"
+
+
 def test_plot_has_one_panel_per_dev_curve(tmp_path):
     """Loss, then dev Spearman and retrieval nDCG@10 when logged: one panel each."""
     import matplotlib.image
