@@ -4,6 +4,8 @@ Kept in one place so that every loss words its errors the same way: the name
 of the argument, what was expected, and the value received.
 """
 
+import re
+
 import keras
 import numpy as np
 from keras import ops
@@ -101,12 +103,20 @@ def check_sample_weight(sample_weight, y_pred, loss_name):
     Keras multiplies the weights into the loss's values by broadcasting: a loss
     of one value per batch took any number of weights (their mean rescaled it),
     and one of a value per row failed with the backend's own message.
+
+    Returns `sample_weight`. Where a traced function leaves the batch size
+    unknown (TensorFlow's `fit`), the weights come back multiplied by ones of
+    `y_pred`'s rows inside a name scope that states the rule: the same
+    weights, and a count that differs fails the step (XLA ignores assertions,
+    and TensorFlow's graph optimiser removes a reshape) with an error whose
+    node names the loss and the rule, where a loss of one value per batch
+    would otherwise have taken them.
     """
     if sample_weight is None:
-        return
+        return None
     shape = _shape(sample_weight)
     if not shape:
-        return
+        return sample_weight
     rows = _shape(y_pred)[:1]
     rows = rows[0] if rows else None
     if (len(shape) > 2 or (len(shape) == 2 and shape[1] not in (1, None))
@@ -115,6 +125,17 @@ def check_sample_weight(sample_weight, y_pred, loss_name):
             f"`{loss_name}` takes one `sample_weight` per row of `y_pred` ({rows}): shape "
             f"(batch,) or (batch, 1). Received shape {shape}."
         )
+    if _shape(y_pred) and (shape[0] is None or rows is None):
+        with keras.name_scope(_rule_scope(f"{loss_name}_takes_one_sample_weight_per_row_of_y_pred")):
+            sample_weight = ops.convert_to_tensor(sample_weight)
+            sample_weight = sample_weight * ops.ones(
+                (ops.shape(y_pred)[0],) + (1,) * (len(shape) - 1), sample_weight.dtype)
+    return sample_weight
+
+
+def _rule_scope(rule):
+    """`rule` as a TensorFlow name scope: characters other than `[A-Za-z0-9_.-]` become `_`."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", rule)
 
 
 def _shape(value):
@@ -161,7 +182,7 @@ class LabelsCheckedLoss(keras.losses.Loss):
         return y_true
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        check_sample_weight(sample_weight, y_pred, type(self).__name__)
+        sample_weight = check_sample_weight(sample_weight, y_pred, type(self).__name__)
         return super().__call__(self._checked_labels(y_true), y_pred, sample_weight=sample_weight)
 
 
@@ -178,7 +199,7 @@ class WeightsPassingLoss(LabelsCheckedLoss):
     def __call__(self, y_true, y_pred, sample_weight=None):
         if sample_weight is None:
             return super().__call__(y_true, y_pred)
-        check_sample_weight(sample_weight, y_pred, type(self).__name__)
+        sample_weight = check_sample_weight(sample_weight, y_pred, type(self).__name__)
         # Converted as Keras' `Loss.__call__` converts them before `call`.
         y_true, y_pred, sample_weight = keras.tree.map_structure(
             lambda x: ops.convert_to_tensor(x, dtype=self.dtype),
@@ -231,4 +252,11 @@ def flat_labels(y_true, batch_values, loss_name, rows="pairs"):
             f"`{loss_name}` expects one label per {rows[:-1]}: `y_true` of shape "
             f"{tuple(y_true.shape)} does not match {n_values} {rows} in `y_pred`."
         )
+    if n_labels is None or n_values is None:
+        # A traced step of unknown batch size (TensorFlow's `fit`): the same
+        # labels, and a count that differs fails at a node that states the
+        # rule, where CoSENT would rank the pairs that have a label
+        # (see `check_sample_weight`).
+        with keras.name_scope(_rule_scope(f"{loss_name}_expects_one_label_per_{rows[:-1]}")):
+            labels = labels * ops.ones(ops.shape(batch_values)[:1], labels.dtype)
     return labels

@@ -7,6 +7,7 @@ value per batch is rescaled by the weights' mean.
 
 import re
 
+import keras
 import numpy as np
 import pytest
 
@@ -89,3 +90,81 @@ def test_weights_that_are_not_one_per_row_are_refused_naming_the_loss(name, weig
         loss(SCORES, rows, sample_weight=weights)
     for accepted in (np.ones(6), np.ones((6, 1)), 2.0):
         assert np.isfinite(float(loss(SCORES, rows, sample_weight=accepted)))
+
+
+class _Weighted(keras.utils.PyDataset):
+    """One batch of 6 pairs with `count` weights, as README's wrapper adds them."""
+
+    def __init__(self, count):
+        super().__init__()
+        self.count = count
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, index):
+        rows = _rows(2).astype("float32")
+        return rows, SCORES * 5, np.linspace(0.5, 2.0, self.count).astype("float32")
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("name", ["cosent", "infonce", "joint"])
+def test_fit_refuses_weights_that_are_not_one_per_row(name, jit_compile):
+    # TensorFlow's `fit` traces with an unknown batch size, where the shape
+    # check cannot compare: a loss of one value per batch took 7 weights for 6
+    # rows (their mean rescaled it), one of a value per row failed without
+    # naming the loss. Now the step fails at a node named for the loss and
+    # the rule; JAX and PyTorch trace known shapes and raise the ValueError.
+    loss = {"cosent": keras_cosent.losses.CoSENTLoss(),
+            "infonce": keras_cosent.losses.InfoNCELoss(),
+            "joint": keras_cosent.losses.JointLoss([keras_cosent.losses.InfoNCELoss(),
+                                                    keras_cosent.losses.CoSENTLoss()])}[name]
+    inputs = keras.Input((2, 8))
+    model = keras.Model(inputs, keras.layers.Dense(8)(inputs))
+    model.compile(optimizer="sgd", loss=loss, jit_compile=jit_compile)
+    model.fit(_Weighted(6), epochs=1, verbose=0)  # one weight per row trains
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        expected = (tf.errors.InvalidArgumentError,
+                    f"{type(loss).__name__}_takes_one_sample_weight_per_row_of_y_pred")
+    else:
+        expected = (ValueError, re.escape(f"`{type(loss).__name__}` takes one `sample_weight`"))
+    with pytest.raises(expected[0], match=expected[1]):
+        model.fit(_Weighted(7), epochs=1, verbose=0)
+
+
+class _Labelled(keras.utils.PyDataset):
+    """One batch of 6 pairs with `count` labels."""
+
+    def __init__(self, count):
+        super().__init__()
+        self.count = count
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, index):
+        return _rows(2).astype("float32"), np.resize(SCORES * 5, self.count)
+
+
+@pytest.mark.parametrize("count", [5, 7])
+@pytest.mark.parametrize("name", ["cosent", "angle"])
+def test_fit_refuses_labels_that_are_not_one_per_pair(name, count):
+    # As for the weights: with one label too few, TensorFlow's `fit` ranked
+    # the first 5 pairs and trained on.
+    loss = {"cosent": keras_cosent.losses.CoSENTLoss(),
+            "angle": keras_cosent.losses.AnglELoss()}[name]
+    inputs = keras.Input((2, 8))
+    model = keras.Model(inputs, keras.layers.Dense(8)(inputs))
+    model.compile(optimizer="sgd", loss=loss)
+    model.fit(_Labelled(6), epochs=1, verbose=0)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        expected = (tf.errors.InvalidArgumentError,
+                    f"{type(loss).__name__}_expects_one_label_per_pair")
+    else:
+        expected = (ValueError, re.escape(f"`{type(loss).__name__}` expects one label per pair"))
+    with pytest.raises(expected[0], match=expected[1]):
+        model.fit(_Labelled(count), epochs=1, verbose=0)
