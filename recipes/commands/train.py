@@ -6,6 +6,7 @@ The command checks its options, records the run's configuration, refuses an
 place only when everything is written.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -354,6 +355,9 @@ def train(ctx, env, **options):
     check_recipe_requires(options)
     # Repeatable --train/--format/--loss: one value as before, or a list per --train.
     resolve_per_train_options(ctx, options, resume=resume)
+    # Before the checks of --batch-size against --devices, which a wrong count
+    # of processes would otherwise send the user to mend first.
+    _check_torchrun_processes(env.backend, options.get("devices") or 1)
     check_combinations(ctx, options)
     if (options.get("staged") and options.get("stage_epochs")
             and ctx.get_parameter_source("epochs") == click.core.ParameterSource.COMMANDLINE):
@@ -365,8 +369,10 @@ def train(ctx, env, **options):
         # Ranks above 0 train in a scratch folder: they would start from epoch 0
         # beside a rank 0 restored to its backup, pairing different steps.
         raise click.BadParameter(
-            "a torchrun run on several processes cannot be resumed yet (only rank 0 keeps "
-            "the backup); pass --overwrite to train it again", param_hint="--resume",
+            f"a PyTorch run on --devices {options['devices']} (torchrun's processes) cannot be "
+            "resumed yet: only rank 0 keeps the backup, and an interrupted one keeps none; "
+            "train without --resume (with --overwrite where --output holds the run)",
+            param_hint="--resume",
         )
     refuse_unwritable(options["output"], "--output")
     # Before the backend loads, so that a wrong folder or split fails at once.
@@ -440,7 +446,6 @@ def train(ctx, env, **options):
     if options["train_retrieval"] is not None:
         _check_loss_takes_mined_rows(options)
     config = build_config(env.backend, options, tuning=env.tuning)
-    _check_torchrun_processes(env.backend, config.get("devices", 1))
     refuse_inputs_inside(config["output"], "--output", {
         f"--{key.replace('_', '-')}": config.get(key)
         for key in ("backbone", "train", "dev", "test", "train_retrieval", "dev_retrieval")})
@@ -460,7 +465,10 @@ def train(ctx, env, **options):
         import pathlib
         import tempfile
 
-        with tempfile.TemporaryDirectory() as scratch:
+        # Quiet: rank 0 prints the run's progress and notes, which every rank
+        # printed again, interleaved; an error still reaches stderr.
+        with (tempfile.TemporaryDirectory() as scratch, open(os.devnull, "w") as sink,
+              contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)):
             scratch = pathlib.Path(scratch)
             (scratch / "backup").mkdir()
             train_encoder(config, scratch, env, scratch / "backup")
@@ -482,6 +490,12 @@ def train(ctx, env, **options):
         torchrun = env.backend == "torch" and config.get("devices", 1) > 1
         if config.get("staged") or torchrun or not run_directory.has_saved_epoch():
             run_directory.remove_backup()
+            if isinstance(error, KeyboardInterrupt):
+                why = ("a --staged run keeps no state" if config.get("staged") else
+                       "a run on several PyTorch processes keeps no state" if torchrun else
+                       "before its first epoch ended")
+                env.note(f"interrupted, {why}: nothing is kept, and the same command "
+                         "trains from the start")
         elif isinstance(error, KeyboardInterrupt):
             env.note(f"interrupted; the last finished epoch is kept in {backup}: the same "
                      "command with --resume continues from it")
@@ -756,7 +770,8 @@ def _check_torchrun_processes(backend, devices):
     the backup, one ending in a false "interrupted run" and leaving it behind."""
     world = os.environ.get("WORLD_SIZE", "")
     if backend == "torch" and world.isdigit() and int(world) != devices:
-        raise CliError(f"--devices {devices}, but torchrun started {world} processes; pass "
+        raise CliError(f"--devices {devices}, but torchrun started {world} "
+                       f"process{'es' if world != '1' else ''}; pass "
                        f"--devices {world} (one process per device)")
 
 

@@ -142,6 +142,23 @@ def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(
         assert "--resume" not in json.load(f)["command"]
 
 
+def test_a_run_interrupted_before_its_first_epoch_ended_says_that_nothing_is_kept(
+        cli, tiny_checkpoint, small_train, tmp_path, monkeypatch):
+    # It said only "Aborted!", where README promises that a stopped run says so.
+    import recipes.training
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recipes.training, "train_encoder", interrupted)
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--epochs", 1, "--batch-size", 8, "--output", tmp_path / "run")
+    assert result.exit_code != 0
+    assert ("interrupted, before its first epoch ended: nothing is kept, and the same "
+            "command trains from the start") in result.output
+    assert not (tmp_path / "run").exists() and not (tmp_path / ".run.resume").exists()
+
+
 def test_resume_without_an_interrupted_run_trains_from_the_start(
     cli, tiny_checkpoint, small_train, small_dev, tmp_path
 ):

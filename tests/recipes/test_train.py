@@ -551,7 +551,8 @@ def test_resume_of_a_torchrun_run_is_refused(cli, small_train, tmp_path):
     # a restored rank 0, and the run published wrong weights.
     result = cli("train", "--train", small_train, "--devices", 2, "--resume",
                  "--output", tmp_path / "run")
-    assert_one_line_error(result, "--resume", "torchrun run on several processes")
+    assert_one_line_error(result, "--resume", "a PyTorch run on --devices 2 (torchrun's "
+                          "processes) cannot be resumed yet", "train without --resume")
     assert not (tmp_path / "run").exists()
 
 
@@ -566,6 +567,14 @@ def test_torchrun_processes_other_than_devices_are_refused_before_the_run_folder
     assert_one_line_error(result, "--devices 1, but torchrun started 2 processes",
                           "pass --devices 2")
     assert sorted(p.name for p in tmp_path.iterdir()) == [small_train.name]
+    # Before the batch size is checked against --devices: a batch of 16 does not
+    # split over 3, which was said first, and then the count of processes.
+    result = cli("train", "--train", small_train, "--devices", 3, "--batch-size", 16,
+                 "--output", tmp_path / "run")
+    assert_one_line_error(result, "--devices 3, but torchrun started 2 processes")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    result = cli("train", "--train", small_train, "--devices", 2, "--output", tmp_path / "run")
+    assert_one_line_error(result, "--devices 2, but torchrun started 1 process;")
 
 
 def test_cosine_mse_refuses_scores_outside_0_to_5(cli, tiny_checkpoint, tmp_path):
