@@ -51,12 +51,13 @@ def train_stages(config, directory, env, backup_dir):
     from keras_cosent.training import get_objective
     from keras_cosent.training.builder import shaped_task
     from recipes.training import check_finite_embeddings
+    from recipes.training import float32_start
     from recipes.training import interrupt_check
     from recipes.training import non_finite_loss_error
     from recipes.training import parse_matryoshka_dims
     from recipes.training import read_datasets
     from recipes.training import run_policy
-    from recipes.training import save_encoder
+    from recipes.training import saved_encoder
     from recipes.training import zero_loss_warning
 
     tasks, _, dev, test = read_datasets(config)
@@ -66,6 +67,7 @@ def train_stages(config, directory, env, backup_dir):
     for dataset, data_format, loss in tasks:
         shaped_task(get_objective(loss), dataset, data_format, config["batch_size"],
                     loss_options(config, loss))
+    start_scored = float32_start(config)
     keras.utils.set_random_seed(config["seed"])
     with run_policy(config):
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"],
@@ -75,7 +77,8 @@ def train_stages(config, directory, env, backup_dir):
         results, stages, rows, stage_starts = {}, [], [], []
         if dev is not None:
             results["dev_before_training"] = evaluate_sts(
-                encoder, dev, note=prefixed(env.note, "dev before training"))
+                start_scored or encoder, dev, note=prefixed(env.note, "dev before training"))
+        del start_scored
         percent = ("_spearman", "_pearson")
         start = time.time()
         for stage, ((dataset, data_format, loss), epochs) in enumerate(
@@ -115,13 +118,13 @@ def train_stages(config, directory, env, backup_dir):
                            "batches_per_epoch": len(setup.batches)})
         train_seconds = time.time() - start
 
+    encoder = saved_encoder(encoder, directory, config)  # scored as saved
     check_finite_embeddings(encoder, [dataset for dataset, _, _ in tasks])
     if dev is not None:
         results["dev"] = evaluate_sts(encoder, dev, note=prefixed(env.note, "dev"))
     if test is not None:
         results["test"] = evaluate_sts(encoder, test, note=prefixed(env.note, "test"))
     results["stages"] = stages
-    save_encoder(encoder, directory, config)
     reporting.write_metrics(directory, rows)
     reporting.plot_training(
         directory / reporting.PLOT_FILE, rows,

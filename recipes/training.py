@@ -518,6 +518,32 @@ def save_encoder(encoder, directory, config):
     encoder.save(directory / ENCODER_FILE)
 
 
+def float32_start(config):
+    """The starting encoder for the scores before training: under
+    `--mixed-precision`, loaded anew computing in float32 (call it outside
+    `run_policy` and before the run's seed is set); else None, for the run's own.
+
+    A run's table then compares the starting model and the saved one as
+    `keras-cosent evaluate` scores them, in float32, where the scores of the
+    models computing in bfloat16 differ from those in the second decimal.
+    """
+    if not config["mixed_precision"]:
+        return None
+    return load_encoder(config["backbone"], config["pooling"], config["max_length"],
+                        option="--backbone")
+
+
+def saved_encoder(encoder, directory, config):
+    """Saves the run's encoder (`save_encoder`) and returns the encoder its final
+    scores are measured on: under `--mixed-precision` the saved file, loaded anew
+    (the predict functions `encoder` traced at the end of each epoch compute in
+    the mixed policy), else `encoder`."""
+    save_encoder(encoder, directory, config)
+    if not config["mixed_precision"]:
+        return encoder
+    return load_encoder(str(directory / ENCODER_FILE), option="--output")
+
+
 def train_encoder(config, directory, env, backup_dir):
     """Trains as `config` says and writes the run's files into `directory`.
 
@@ -569,6 +595,7 @@ def check_full_batches(train, batch_size, devices, objective=None, data_format=N
 def _train_encoder(config, directory, env, backup_dir):
     train, train_format, dev, test = read_datasets(config)
     train_retrieval, dev_retrieval = read_retrieval_splits(config, env)
+    start_scored = float32_start(config)
     keras.utils.set_random_seed(config["seed"])
     with run_policy(config):
         encoder = load_encoder(config["backbone"], config["pooling"], config["max_length"],
@@ -610,14 +637,14 @@ def _train_encoder(config, directory, env, backup_dir):
     callbacks = [interrupt_check()]  # first: nothing else runs at a boundary after a signal
     if dev is not None:
         results["dev_before_training"] = evaluate_sts(
-            encoder, dev, note=prefixed(env.note, "dev before training"))
+            start_scored or encoder, dev, note=prefixed(env.note, "dev before training"))
         callbacks.append(epoch_end_sts_evaluator(encoder, dev, DEV_NAME, env.note))
     ignore_identical_ids = config.get("ignore_identical_ids", False)
     use_faiss = config.get("use_faiss", False)
     if dev_retrieval is not None:
         results["dev_retrieval_before_training"] = evaluate_retrieval(
-            encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss,
-            note=prefixed(env.note, "dev retrieval before training"),
+            start_scored or encoder, dev_retrieval, ignore_identical_ids=ignore_identical_ids,
+            use_faiss=use_faiss, note=prefixed(env.note, "dev retrieval before training"),
         )
         callbacks.append(RetrievalEvaluator.from_dataset(
             dev_retrieval, name=IR_DEV_NAME, k_values=IR_DEV_CUTOFFS,
@@ -625,6 +652,7 @@ def _train_encoder(config, directory, env, backup_dir):
                               "queries", "documents"),
             ignore_identical_ids=ignore_identical_ids, use_faiss=use_faiss,
         ))
+    del start_scored
     keep_best = config.get("keep_best")
     if keep_best is not None:
         # After the evaluators, which log the metric; before the collapse guard,
@@ -699,6 +727,8 @@ def _train_encoder(config, directory, env, backup_dir):
             env.note(f"--keep-best {keep_best}: no epoch scored a finite value; the last "
                      "epoch's weights are kept")
 
+    # Scored as saved: a --mixed-precision run's encoder computes in float32.
+    encoder = saved_encoder(encoder, directory, config)
     check_finite_embeddings(encoder, [task.dataset for task in setup.tasks]
                             if hasattr(setup, "tasks") else [setup.dataset])
     if dev is not None:
@@ -711,7 +741,6 @@ def _train_encoder(config, directory, env, backup_dir):
             note=prefixed(env.note, "dev retrieval"),
         )
 
-    save_encoder(encoder, directory, config)
     rows = reporting.history_rows(history, percent_suffixes=percent)
     if kept_epoch is not None:
         for row in rows:
