@@ -294,6 +294,25 @@ def test_bfloat16_warns_only_for_pytorch_on_a_cpu_without_bfloat16_instructions(
         assert "avx512_bf16" in reason and "--backend jax" in reason
 
 
+@pytest.mark.parametrize("backend, gpu, warns", [
+    ("torch", False, True), ("torch", True, False), ("jax", False, False),
+    ("tensorflow", False, False)])
+def test_float16_warns_for_pytorch_on_a_cpu(backend, gpu, warns, monkeypatch):
+    # A MiniLM forward pass took 13x float32's time in float16 on PyTorch on
+    # this CPU, and train said nothing (probe: 65 s against 18 s for 4 steps).
+    import recipes.training as training
+
+    reason = training.slow_float16_reason(backend=backend, gpu=gpu)
+    assert (reason is not None) == warns
+    if warns:
+        assert reason.startswith("--mixed-precision mixed_float16 on PyTorch with no GPU")
+        monkeypatch.setattr(training, "slow_float16_reason", lambda: reason)
+        monkeypatch.setattr(training, "float16_on_cpu_problem", lambda: None)
+        with pytest.warns(UserWarning, match="float16 matmuls run on a slow path"):
+            with training.run_policy({"mixed_precision": "mixed_float16"}):
+                pass
+
+
 @pytest.mark.parametrize("backend, devices, refused", [
     ("jax", ["cpu:0"], True),
     ("tensorflow", ["cpu:0", "cpu:1"], True),
@@ -333,6 +352,7 @@ def test_run_policy_warns_with_the_reason_and_restores_the_policy(monkeypatch):
     monkeypatch.setattr(training, "slow_bfloat16_reason",
                         lambda: pytest.fail("asked for a float16 run"))
     monkeypatch.setattr(training, "float16_on_cpu_problem", lambda: None)  # as on a GPU
+    monkeypatch.setattr(training, "slow_float16_reason", lambda: None)
     with training.run_policy({"mixed_precision": "mixed_float16"}):
         pass
     assert keras.mixed_precision.global_policy().name == before
