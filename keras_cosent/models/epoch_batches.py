@@ -11,6 +11,7 @@ which sets the epoch as each one begins.
 """
 
 import inspect
+import warnings
 
 import keras
 
@@ -31,6 +32,8 @@ def with_epoch_batches(fit, args, kwargs):
     `x` has a `set_epoch(epoch)` method."""
     bound = inspect.signature(fit).bind(*args, **kwargs)
     x = bound.arguments.get("x")
+    warn_past_schedule(getattr(fit, "__self__", None), x, bound.arguments.get("epochs", 1),
+                       bound.arguments.get("initial_epoch", 0))
     if callable(getattr(x, "set_epoch", None)):
         callbacks = bound.arguments.get("callbacks")
         if isinstance(callbacks, keras.callbacks.CallbackList):
@@ -39,3 +42,29 @@ def with_epoch_batches(fit, args, kwargs):
             callbacks = [*(callbacks or []), ServeEpochBatches(x)]
         bound.arguments["callbacks"] = callbacks
     return bound.args, bound.kwargs
+
+
+def warn_past_schedule(model, batches, epochs, initial_epoch=0):
+    """Warns when `fit` would step past the end of `model`'s `WarmupLinearDecay`.
+
+    `keras_cosent.training.build(..., epochs=E)` plans the rate over E epochs'
+    steps, to 0 at the last: a `fit(epochs=...)` beyond them (or a second `fit`)
+    trained on at rate 0, without a word.
+    """
+    from keras_cosent.compat import optimizer_learning_rate
+    from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
+
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or not hasattr(batches, "__len__"):
+        return
+    schedule = optimizer_learning_rate(optimizer)
+    if not isinstance(schedule, WarmupLinearDecay):
+        return
+    done = int(keras.ops.convert_to_numpy(optimizer.iterations))
+    steps = max(int(epochs) - int(initial_epoch), 0) * len(batches)
+    if done + steps > schedule.total_steps:
+        warnings.warn(
+            f"fit(epochs={epochs}) takes {steps} steps of {len(batches)} batches from step "
+            f"{done}, past the {schedule.total_steps} steps over which the learning-rate "
+            f"schedule decays to 0: the steps beyond it train at rate 0. Give `build` the "
+            f"epochs `fit` trains (build(..., epochs=...)).", stacklevel=4)

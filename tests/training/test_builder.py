@@ -377,3 +377,28 @@ def test_a_plain_fit_trains_epoch_k_on_plan_k_as_the_command_does(tmp_path):
 def test_fit_serves_each_epochs_plan_to_every_training_model(objective, positional):
     # SoftmaxClassifierModel is no SiameseEncoder; callbacks may come positionally.
     assert _fit_two_epochs(objective, positional=positional)[0] == [0] * 4 + [1] * 4
+
+
+@pytest.mark.parametrize("objective", ["cosent", "sbert-softmax"])
+def test_fit_past_the_planned_epochs_warns_that_the_rate_is_zero_there(objective):
+    # build plans the rate over its epochs' steps, to 0 at the last: fit(epochs=3)
+    # after build(epochs=1) trained two more epochs at rate 0 without a word.
+    setup = build(tiny_encoder(), pairs(), objective, batch_size=4, epochs=1, shuffle=False)
+    with pytest.warns(UserWarning, match=re.escape(
+            "fit(epochs=3) takes 6 steps of 2 batches from step 0, past the 2 steps over "
+            "which the learning-rate schedule decays to 0")):
+        setup.model.fit(setup.batches, epochs=3, verbose=0, shuffle=False)
+    rates = []
+    setup = build(tiny_encoder(), pairs(), objective, batch_size=4, epochs=2, shuffle=False)
+    import warnings
+
+    with warnings.catch_warnings():
+        # The planned epochs, in one fit or two, say nothing.
+        warnings.filterwarnings("error", message=r"fit\(epochs=")
+        setup.model.fit(setup.batches, epochs=1, verbose=0, shuffle=False)
+        rates.append(float(keras.ops.convert_to_numpy(setup.optimizer.learning_rate)))
+        setup.model.fit(setup.batches, epochs=2, initial_epoch=1, verbose=0, shuffle=False)
+        rates.append(float(keras.ops.convert_to_numpy(setup.optimizer.learning_rate)))
+    assert rates[0] > 0 and rates[1] == 0  # the schedule's end, reached as planned
+    with pytest.warns(UserWarning, match="from step 4, past the 4 steps"):
+        setup.model.fit(setup.batches, epochs=1, verbose=0, shuffle=False)  # a third
