@@ -235,7 +235,7 @@ def _check_run_and_qrels(run, qrels):
 
 
 def v_measure(embeddings, labels, num_clusters=None, seed=0):
-    """V-measure of k-means clusters of `embeddings` against `labels` (as MTEB).
+    """V-measure of k-means clusters of `embeddings` against `labels` (MTEB's clustering score).
 
     Uses scikit-learn's `KMeans` (n_init=10, seeded) and `v_measure_score`.
 

@@ -95,8 +95,9 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
     --task retrieval: DATA is a BEIR folder; every query's documents are ranked
       by cosine over the whole corpus and scored against the qrels: nDCG@10,
       MRR@10, Recall@10 and MAP@100 (x 100, as trec_eval computes them).
-    --task clustering: the V-measure (x 100) of k-means (k = number of labels,
-      seeded) on the embeddings of labelled texts, as MTEB's clustering tasks.
+    --task clustering: the V-measure (x 100), the score of MTEB's clustering
+      tasks, of scikit-learn's KMeans (k = number of labels, n_init=10,
+      random_state=0) on the embeddings of labelled texts.
     """
     _check_task_options(ctx, task)
     if json_path is not None:
