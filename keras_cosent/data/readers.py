@@ -10,6 +10,7 @@ format names the `keras-cosent` CLI uses.
 
 import csv
 import io
+import json
 import math
 import os
 import re
@@ -112,8 +113,9 @@ def _lines(path):
 
 def _parse_label(value, name="score"):
     """Returns `(float, None)` or `(None, reason)` for a numeric label."""
-    if isinstance(value, bool):
-        return None, f"{name} {value!r} is not a number"
+    if value is None or isinstance(value, (bool, list, dict)):
+        # A JSON line's null, true, list or object, written as the file wrote it.
+        return None, f"{name} {json.dumps(value, ensure_ascii=False):.40} is not a number"
     if isinstance(value, (int, float)):
         try:
             number = float(value)
@@ -382,9 +384,9 @@ def _parse_class(value, name="label"):
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value), None
     if not isinstance(value, str):
-        return None, (
-            f"{name} {value!r} is not a class name; expected a string or an integer"
-        )
+        # A float as Python writes it; null, true, a list or an object as JSON does.
+        shown = repr(value) if isinstance(value, float) else f"{json.dumps(value):.40}"
+        return None, f"{name} {shown} is not a class name; expected a string or an integer"
     if not value.strip():
         return None, f"{name} is empty; expected a class name"
     return value.strip(), None

@@ -159,6 +159,10 @@ def test_read_columns_csv_field_over_the_csv_module_default_limit(tmp_path):
     # Parses, but half of a UTF-16 pair is no character: tokenizing it fails later.
     ('{"a": "x\\udc80", "b": "y", "s": 1}', r"lone surrogate '\\udc80' escaped in a string"),
     ('{"a": "x", "b": "y", "s": 1e39}', "label 's' 1e\\+39 is too large for a float32 label"),
+    # As the file wrote them, not as Python's None, True and ['2'].
+    ('{"a": "x", "b": "y", "s": null}', "label 's' null is not a number"),
+    ('{"a": "x", "b": "y", "s": true}', "label 's' true is not a number"),
+    ('{"a": "x", "b": "y", "s": ["2"]}', r"label 's' \[\"2\"\] is not a number"),
     # float() of this int overflows; json.loads refuses one of more than 4300 digits.
     ('{"a": "x", "b": "y", "s": 1' + "0" * 400 + "}", "label 's' 1000.* is too large"),
     ('{"a": "x", "b": "y", "s": 1' + "0" * 5000 + "}", "invalid JSON: Exceeds the limit"),
@@ -196,7 +200,9 @@ def test_read_columns_class_names_become_sorted_ids(tmp_path):
     ("x.csv", "text,label\na,sport\nb, \n", r"x\.csv:3: label 'label' is empty"),
     ("x.jsonl", '{"t": "a", "c": "x"}\n{"t": "b", "c": 1.5}\n',
      r"x\.jsonl:2: label 'c' 1\.5 is not a class name"),
-    ("y.jsonl", '{"t": "a", "c": true}\n', r"y\.jsonl:1: label 'c' True is not a class name"),
+    # As the file wrote them: it said `true`, not Python's `True`.
+    ("y.jsonl", '{"t": "a", "c": true}\n', r"y\.jsonl:1: label 'c' true is not a class name"),
+    ("z.jsonl", '{"t": "a", "c": null}\n', r"z\.jsonl:1: label 'c' null is not a class name"),
 ])
 def test_read_columns_bad_class_labels_name_file_and_line(tmp_path, name, text, match):
     path = _write(tmp_path, name, text)
