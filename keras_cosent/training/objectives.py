@@ -188,12 +188,24 @@ def get_objective(objective):
         return objective
     if isinstance(objective, str) and (JOINT_TERM in objective or JOINT_SEPARATOR in objective):
         return joint_objective(objective)
-    if objective not in OBJECTIVES:
+    name = _registered_name(objective)
+    if name is None:
         raise ValueError(
             f"Unknown objective {objective!r}. Expected one of {sorted(OBJECTIVES)}, or "
             "register one with keras_cosent.training.register_objective."
         )
-    return OBJECTIVES[objective]
+    return OBJECTIVES[name]
+
+
+def _registered_name(name):
+    """The `OBJECTIVES` key `name` spells, in any case (`"CoSENT"`, as
+    `keras_cosent.losses.get` reads it), or None."""
+    if not isinstance(name, str):
+        return None
+    if name in OBJECTIVES:
+        return name
+    matches = [key for key in OBJECTIVES if key.lower() == name.lower()]
+    return matches[0] if len(matches) == 1 else None
 
 
 # === How rows become training data ===
@@ -588,6 +600,7 @@ def joint_objective(spec):
     terms, weights = [], []
     for part in spec.split(JOINT_SEPARATOR):
         name, _, weight = part.strip().partition(JOINT_TERM)
+        name = _registered_name(name) or name
         if name not in OBJECTIVES:
             raise ValueError(
                 f"Unknown objective {name!r} in the joint objective {spec!r}. Expected "

@@ -224,6 +224,14 @@ def test_an_unknown_objective_lists_the_known_ones():
         build(tiny_encoder(), pairs(), "cosnet")
 
 
+def test_an_objective_is_named_in_any_case_as_losses_get_reads_it():
+    # build refused "CoSENT" (the paper's spelling), which keras_cosent.losses.get took.
+    assert build(tiny_encoder(), pairs(), "CoSENT", batch_size=4).objective.name == "cosent"
+    joint = build(tiny_encoder(), pairs(), "InfoNCE:1,CoSENT:0.5", batch_size=4).objective
+    assert [term.name for term in joint.terms] == ["infonce", "cosent"]
+    assert keras_cosent.losses.get("CoSENT") is keras_cosent.losses.CoSENTLoss
+
+
 
 @pytest.mark.parametrize("keyword, fragment", [
     ("lr", "learning_rate"),      # build's own argument, misspelt
