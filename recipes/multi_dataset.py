@@ -139,13 +139,15 @@ def per_train(config, name, index):
 def read_training_files(config):
     """`[(dataset, format, loss), ...]`, one per --train, read as each file's loss needs."""
     from keras_cosent.training import get_objective
+    from recipes.data_loading import warn_dropped
     from recipes.options import parse_text_columns
 
     columns = parse_text_columns(config["text_columns"])
     tasks = []
     for index, path in enumerate(config["train"]):
         data_format, loss = per_train(config, "format", index), per_train(config, "loss", index)
-        dataset = get_objective(loss).read(path, data_format, columns, config["label_column"])
+        dataset = warn_dropped(
+            get_objective(loss).read(path, data_format, columns, config["label_column"]))
         tasks.append((dataset, data_format, loss))
     return tasks
 

@@ -87,8 +87,8 @@ def read_datasets(config):
             train_file, train_format = data_loading.DEMO_TRAIN, data_loading.DEMO_FORMAT
         else:
             train_file, train_format = config["train"], config["format"]
-        train = get_objective(config["loss"]).read(train_file, train_format, columns,
-                                                   label_column)
+        train = data_loading.warn_dropped(get_objective(config["loss"]).read(
+            train_file, train_format, columns, label_column))
     eval_columns, eval_label_column = evaluation_columns(config)
     evaluation = {}
     for split in ("dev", "test"):
