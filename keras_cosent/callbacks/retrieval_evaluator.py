@@ -130,8 +130,13 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         if not self.query_ids:
             raise ValueError("No query of `qrels` has a relevant document (score >= 1).")
         self.query_texts = [queries[q] for q in self.query_ids]
-        self.corpus_ids = list(corpus)
-        self.corpus_texts = list(corpus.values())
+        # In trec_eval's tie order (document id descending): the search keeps the
+        # first of tied documents by position, so a tie across the search depth
+        # keeps those the metrics rank first, as trec_eval on every document's
+        # score would (with the corpus' own order, 150 copies of a text left the
+        # relevant one out and its ndcg@10 0 where trec_eval gives 1).
+        self.corpus_ids = sorted(corpus, reverse=True)
+        self.corpus_texts = [corpus[d] for d in self.corpus_ids]
         self.qrels = qrels
         self.unknown_documents = unknown_documents
         self.unknown_judgements = unknown

@@ -277,3 +277,28 @@ def test_non_finite_embeddings_skip_the_search(monkeypatch, encoder_class, what)
         values = RetrievalEvaluator(Q, C, QR, encoder=encoder).evaluate()
     assert all(np.isnan(v) for v in values.values())
     assert calls == ([len(Q)] if what == "queries" else [len(Q), len(C)])
+
+
+class SameEncoder:
+    """Every text embeds to the same vector (a collapsed model): every document ties."""
+
+    def encode(self, texts, batch_size=32):
+        return np.ones((len(texts), 4), "float32")
+
+
+@pytest.mark.parametrize("relevant", ["d149", "d000", "d057"])
+def test_a_tie_across_the_search_depth_keeps_the_documents_trec_eval_ranks_first(relevant):
+    # The search kept the first of tied documents in corpus order, the metrics
+    # rank ties by id descending: 150 tied documents with d149 relevant scored
+    # ndcg@10 0 where trec_eval, given every document's score, gives 1.
+    corpus = {f"d{i:03d}": "the same text" for i in range(150)}
+    qrels = {"q": {relevant: 1}}
+    got = RetrievalEvaluator({"q": "a query"}, corpus, qrels, encoder=SameEncoder()).evaluate()
+    full_run = {"q": {d: 1.0 for d in corpus}}
+    measures = {"ndcg_cut.10", "recip_rank", "recall.10", "recall.100"}
+    want = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(full_run)["q"]
+    # trec_eval's MRR has no cut; at rank 100 it is 0.01, which MRR@10 reads as 0.
+    mrr10 = want["recip_rank"] if want["recip_rank"] >= 0.1 else 0.0
+    np.testing.assert_allclose(
+        [got["ndcg@10"], got["mrr@10"], got["recall@10"], got["recall@100"]],
+        [want["ndcg_cut_10"], mrr10, want["recall_10"], want["recall_100"]], atol=1e-12)
