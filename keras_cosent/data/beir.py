@@ -412,6 +412,13 @@ def write_retrieval_triplets(rows, path):
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def _holds_texts(value):
+    """Whether a JSON value is a text or a non-empty list of texts."""
+    if isinstance(value, str):
+        return True
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
 def read_retrieval_triplets(path, num_negatives=None):
     """Reads JSON lines written by `write_retrieval_triplets` into a `PairDataset`
     of columns `[queries, positives, negative_1, ...]`.
@@ -422,8 +429,8 @@ def read_retrieval_triplets(path, num_negatives=None):
     pair. An empty query or positive is refused, naming the line, as the
     writer refuses it. A row without `negatives` is a (query, positive) pair;
     other keys (ids, scores) are ignored, except one that names negatives some
-    other way (`negative`, `hard_negatives`), which is refused rather than
-    read as a pair.
+    other way (`negative`, `hard_negatives`: a key containing "neg" that holds
+    a text or a list of texts), which is refused rather than read as a pair.
     """
     if num_negatives is not None and (not is_int(num_negatives) or num_negatives < 0):
         raise ValueError(
@@ -439,10 +446,13 @@ def read_retrieval_triplets(path, num_negatives=None):
                 # As write_retrieval_triplets refuses it: an empty anchor or
                 # positive would train toward the empty string's embedding.
                 raise DataFormatError(path, line_number, f"`{key}` is empty")
-        misspelt = [key for key in record if key != "negatives" and "neg" in key.lower()]
+        misspelt = [key for key, value in record.items()
+                    if key != "negatives" and "neg" in key.lower() and _holds_texts(value)]
         if misspelt:
             # A row without `negatives` is a (query, positive) pair: "negative"
-            # or "hard_negatives" trained on pairs alone without a word.
+            # or "hard_negatives" trained on pairs alone without a word. Keys of
+            # numbers or flags (`neg_scores`, `is_negation`) are ignored as
+            # other keys are.
             raise DataFormatError(path, line_number, f"unknown key {misspelt[0]!r}; the "
                                   "negatives go in `negatives`, a list of strings")
         negatives = record.get("negatives", [])

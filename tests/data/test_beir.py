@@ -250,6 +250,15 @@ def test_triplets_round_trip_and_errors(tmp_path):
     with pytest.raises(DataFormatError, match="unknown key 'negative'.*`negatives`") as info:
         read_retrieval_triplets(path)
     assert info.value.line == 2
+    path.write_text('{"query": "q", "positive": "p", "hard_negatives": ["n1", "n2"]}\n',
+                    encoding="utf-8")
+    with pytest.raises(DataFormatError, match="unknown key 'hard_negatives'"):
+        read_retrieval_triplets(path)
+    # Keys of numbers or flags that merely contain "neg" are other keys, ignored:
+    # they were refused as misspelt negatives.
+    path.write_text('{"query": "q", "positive": "p", "negatives": ["n"], "neg_scores": [0.3], '
+                    '"is_negation": false, "num_negatives": 1}\n', encoding="utf-8")
+    assert read_retrieval_triplets(path).columns == [["q"], ["p"], ["n"]]
 
 
 def test_hold_out_queries_on_ocnli_train_keeps_dev_positives_out_of_training(shared_data):
