@@ -176,7 +176,11 @@ def mine_hard_negatives(
             and `corpus`.
         num_negatives: negatives per row, a positive int.
         range_min, range_max: rank window (0-based, known positives removed),
-            ints with `0 <= range_min < range_max`.
+            ints with `0 <= range_min < range_max`. The window counts texts:
+            copies of a text and blank documents take no rank, up to
+            `range_max` of them (the search's depth, which bounds its
+            memory); where more crowd a query's top ranks, its window holds
+            fewer texts and its rows count as short in the report.
         margin: absolute margin below the positive's score (a finite number),
             or `None`.
         relative_margin: relative margin in [0, 1), or `None`: candidates
@@ -333,7 +337,8 @@ def mine_hard_negatives(
     # A blank document is never a negative: it would teach the query only to
     # move away from the empty string's embedding. The search goes deeper by
     # as many (at most `range_max` more, which bounds its memory); a window
-    # that more blank documents than that crowd is short, as the fill covers.
+    # that more blank documents or copies than that crowd is short, as the
+    # report counts and the fill covers.
     blank_docs = {j for j, text in enumerate(doc_texts) if not text.strip()}
     # Repeated texts take ranks in the search as blank documents do.
     k = min(range_max + max_pos + ignore_identical_ids
