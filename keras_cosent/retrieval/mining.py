@@ -51,6 +51,10 @@ from keras_cosent.utils.arguments import check_non_negative_int
 from keras_cosent.utils.arguments import check_positive_int
 from keras_cosent.utils.arguments import is_int
 
+# Scores a deeper search of crowded queries holds at once (its groups of queries
+# times its depth): 128 MiB of float32 scores and int64 indices.
+_DEEPER_SEARCH_ENTRIES = 2**24 // 3
+
 
 def _as_ids_and_texts(items, what):
     if isinstance(items, collections.abc.Mapping):
@@ -177,10 +181,9 @@ def mine_hard_negatives(
         num_negatives: negatives per row, a positive int.
         range_min, range_max: rank window (0-based, known positives removed),
             ints with `0 <= range_min < range_max`. The window counts texts:
-            copies of a text and blank documents take no rank, up to
-            `range_max` of them (the search's depth, which bounds its
-            memory); where more crowd a query's top ranks, its window holds
-            fewer texts and its rows count as short in the report.
+            copies of a text and blank documents take no rank (a query whose
+            top ranks they crowd is searched deeper until its window holds
+            `range_max` texts, or the corpus has no more).
         margin: absolute margin below the positive's score (a finite number),
             or `None`.
         relative_margin: relative margin in [0, 1), or `None`: candidates
@@ -336,9 +339,8 @@ def mine_hard_negatives(
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
     # A blank document is never a negative: it would teach the query only to
     # move away from the empty string's embedding. The search goes deeper by
-    # as many (at most `range_max` more, which bounds its memory); a window
-    # that more blank documents or copies than that crowd is short, as the
-    # report counts and the fill covers.
+    # as many (at most `range_max` more, which bounds its memory); a query
+    # whose window more blank documents or copies crowd is searched again below.
     blank_docs = {j for j, text in enumerate(doc_texts) if not text.strip()}
     # Repeated texts take ranks in the search as blank documents do.
     k = min(range_max + max_pos + ignore_identical_ids
@@ -349,6 +351,48 @@ def mine_hard_negatives(
     # scoring exactly as much as the positive (a duplicate) compares as equal.
     scores, indices = top_k(query_embeddings, corpus_embeddings, k, chunk_size=chunk_size,
                             use_faiss=use_faiss)
+
+    def off_limits_of(qi):
+        # Blank documents are off limits too, checked apart: not copied into
+        # every query's set.
+        return known(positive_index[qi]) | ({own[qi]} if own[qi] is not None else set())
+
+    def window(qi, row_scores, row_indices, off_limits):
+        """The query's candidates, best first, each text once (at most `range_max`),
+        and the scores of its positives the search retrieved."""
+        candidates, seen = [], set()
+        for s, j in zip(row_scores, row_indices):
+            j = int(j)
+            if j not in off_limits and j not in blank_docs and text_id[j] not in seen:
+                seen.add(text_id[j])  # its best ranked copy stands for a repeated text
+                candidates.append((float(s), j))
+                if len(candidates) == range_max:
+                    break
+        retrieved = {int(j): float(s) for s, j in zip(row_scores, row_indices)
+                     if int(j) in off_limits}
+        return candidates, retrieved
+
+    # Where more copies or blank documents than the extra depth crowd a query's
+    # top ranks, its window would hold fewer than `range_max` texts: those
+    # queries are searched again, twice as deep each time, in groups of
+    # bounded size, until their window is full or the corpus is searched.
+    deeper = {}
+    crowded = [qi for qi in range(len(positive_index))
+               if k < num_docs and query_texts[qi].strip()
+               and len(window(qi, scores[qi], indices[qi], off_limits_of(qi))[0]) < range_max]
+    depth, query_rows = k, np.asarray(query_embeddings)
+    while crowded:
+        depth = min(2 * depth, num_docs)
+        group = max(1, _DEEPER_SEARCH_ENTRIES // depth)
+        for start in range(0, len(crowded), group):
+            part = crowded[start : start + group]
+            part_scores, part_indices = top_k(query_rows[part], corpus_embeddings, depth,
+                                              chunk_size=chunk_size, use_faiss=use_faiss)
+            for row, qi in enumerate(part):
+                deeper[qi] = window(qi, part_scores[row], part_indices[row], off_limits_of(qi))
+        crowded = [] if depth == num_docs else [
+            qi for qi in crowded if len(deeper[qi][0]) < range_max]
+
     rng = np.random.default_rng(seed)
     rows, short_rows, short_queries, filled_rows, blank_rows = [], 0, set(), 0, 0
     row_queries = 0
@@ -357,16 +401,9 @@ def mine_hard_negatives(
         if not query_texts[qi].strip():
             blank_rows += len(pos)
             continue
-        # Blank documents are off limits too, checked apart: not copied into
-        # every query's set.
-        off_limits = known(pos) | ({own[qi]} if own[qi] is not None else set())
-        retrieved = {int(j): float(s) for s, j in zip(scores[qi], indices[qi])}
-        candidates, seen = [], set()
-        for s, j in zip(scores[qi], indices[qi]):
-            j = int(j)
-            if j not in off_limits and j not in blank_docs and text_id[j] not in seen:
-                seen.add(text_id[j])  # its best ranked copy stands for a repeated text
-                candidates.append((float(s), j))
+        off_limits = off_limits_of(qi)
+        candidates, retrieved = deeper[qi] if qi in deeper else window(
+            qi, scores[qi], indices[qi], off_limits)
         candidates = candidates[range_min:range_max]
         for p in pos:
             if not doc_texts[p].strip():

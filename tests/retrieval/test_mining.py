@@ -120,6 +120,35 @@ def test_a_text_held_under_two_ids_is_one_candidate():
         assert report["short_rows"] == 2 and report["filled_rows"] == 0
 
 
+@pytest.mark.parametrize("entries", [None, 1])
+def test_copies_that_crowd_the_search_still_leave_a_window_of_range_max_texts(
+        entries, monkeypatch):
+    # The search went at most range_max ranks deeper for copies: 6 copies of one
+    # text at the top left a window of 3 texts holding one ("a"), and the row
+    # short, where the rank window counts texts: a, b, c. A second query, whose
+    # window was full, is unchanged. With `entries` 1, every deeper search runs
+    # one query at a time, doubling its depth until the window fills.
+    if entries is not None:
+        import keras_cosent.retrieval.mining as mining
+
+        monkeypatch.setattr(mining, "_DEEPER_SEARCH_ENTRIES", entries)
+    angles = [0, 10, 10, 10, 10, 10, 10, 20, 30, 40, 80]
+    corpus = ["pos"] + ["a"] * 6 + ["b", "c", "d", "far"]
+    queries = ["q", "r"]
+    rows, report = mine_hard_negatives(
+        queries, corpus, [[0], [10]], query_embeddings=np.stack([unit(0), unit(80)]),
+        corpus_embeddings=np.stack([unit(a) for a in angles]), num_negatives=3, range_max=3)
+    # Independently: every text once by its best cosine, positives out, the first 3.
+    for query, angle, pos, row in zip(queries, (0, 80), (0, 10), rows):
+        best = {}
+        for j, (text, a) in enumerate(zip(corpus, angles)):
+            if j != pos:
+                best[text] = max(best.get(text, -2.0), np.cos(np.deg2rad(a - angle)))
+        want = sorted(best, key=lambda t: -best[t])[:3]
+        assert row == [query, corpus[pos]] + want
+    assert rows[0][2:] == ["a", "b", "c"] and report["short_rows"] == 0
+
+
 def test_a_copy_of_the_positive_text_is_never_a_negative():
     # "unlabelled_dup" (the nearest non-positive, at 5 deg) holds the text of the
     # positive "other_pos" under another id: it is that positive, never a negative of
