@@ -104,6 +104,14 @@ class CollapseGuard(keras.callbacks.Callback):
             raise ValueError(
                 f"`monitor` should be a non-empty string. Received: `monitor`={monitor!r}"
             )
+        if "loss" in monitor.lower():
+            # Read as higher-is-better, a falling loss "collapsed": the guard
+            # restored the first epoch's weights and cut the rate each epoch.
+            raise ValueError(
+                "`monitor` should name a score where higher is better, as an evaluator "
+                "logs it (`sts_dev_spearman`, `ir_dev_ndcg@10`), not a loss. "
+                f"Received: `monitor`={monitor!r}"
+            )
         if not _is_real(min_delta) or not 0 <= min_delta < math.inf:
             raise ValueError(
                 "`min_delta` should be a non-negative finite float. "

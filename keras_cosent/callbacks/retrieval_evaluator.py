@@ -27,7 +27,9 @@ class RetrievalEvaluator(keras.callbacks.Callback):
     `<name>_ndcg@k`, `<name>_mrr@k`, `<name>_recall@k`, `<name>_precision@k`,
     `<name>_accuracy@k` for each `k` in `k_values` and `<name>_map@100` (all
     trec_eval-equal, `keras_cosent.retrieval.retrieval_metrics`) into `logs`.
-    Under data parallelism (`keras_cosent.distributed.data_parallel`) it
+    Keras' `ModelCheckpoint` and `EarlyStopping` read them as monitors with
+    `mode="max"` (their `"auto"` cannot tell from these names that higher is
+    better). Under data parallelism (`keras_cosent.distributed.data_parallel`) it
     scores the whole split with the current weights, in every process (each
     PyTorch rank), and logs the values one device gives.
 

@@ -242,6 +242,9 @@ def test_an_untracked_multiplier_is_refused():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"monitor": ""}, "`monitor`=''"),
+    # Read as higher-is-better, a falling loss was a collapse every epoch.
+    ({"monitor": "loss"}, "higher is better.*not a loss.*`monitor`='loss'"),
+    ({"monitor": "val_loss_cosent"}, "not a loss"),
     ({"min_delta": -0.1}, "`min_delta`=-0.1"),
     ({"factor": 1.0}, "`factor`=1.0"),
     ({"factor": 0}, "`factor`=0"),
