@@ -10,10 +10,13 @@ temporary file renamed into place, so an error leaves no output.
 positive, negative...) columns for InfoNCE.
 """
 
+import os
+
 import click
 
 from recipes.context import pass_environment
 from recipes.errors import CliError
+from recipes.errors import one_line
 from recipes.options import INPUT_FILE
 from recipes.options import FiniteFloatRange
 from recipes.options import SEED
@@ -132,8 +135,19 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     from recipes.model_loading import load_encoder
     from recipes.progress import announced
 
-    with unknown_ids_hint(), reader_notes(env):
-        data = read_retrieval_files(corpus, queries, qrels, unknown_ids=unknown_ids)
+    from keras_cosent.data import DataFormatError
+
+    try:
+        with unknown_ids_hint(), reader_notes(env):
+            data = read_retrieval_files(corpus, queries, qrels, unknown_ids=unknown_ids)
+    except DataFormatError as error:
+        # Which option the file was given to ("empty.jsonl: no rows" left it to
+        # guess between --queries and --corpus).
+        options = [o for o, p in (("--queries", queries), ("--corpus", corpus), ("--qrels", qrels))
+                   if p is not None and os.path.abspath(p) == os.path.abspath(error.path)]
+        if len(options) != 1:
+            raise
+        raise CliError(f"{options[0]} {one_line(error)}") from error
     if qrels is None:
         for option, path in (("--queries", queries), ("--corpus", corpus)):
             line = blank_line_between_records(path)

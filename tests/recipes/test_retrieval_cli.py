@@ -515,14 +515,23 @@ def test_mine_errors_name_the_input_and_leave_no_output(cli, tiny_checkpoint, tm
     bad_queries.write_text('{"_id": "q1", "text": "a man"}\n\n{"_id": "q2", "text": 3}\n')
     result = cli("mine", tiny_checkpoint, "--queries", bad_queries,
                  "--corpus", folder / "corpus.jsonl", "-o", output)
-    assert_one_line_error(result, "bad_queries.jsonl:3", "`text` should be a string")
+    assert_one_line_error(result, "--queries", "bad_queries.jsonl:3",
+                          "`text` should be a string")
     leaves_nothing()
+    # Which option an empty file was given to: "empty.jsonl: no rows" left it to guess.
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for option, others in (("--corpus", ["--queries", folder / "queries.jsonl"]),
+                           ("--queries", ["--corpus", folder / "corpus.jsonl"])):
+        result = cli("mine", tiny_checkpoint, option, empty, *others, "-o", output)
+        assert_one_line_error(result, f"Error: {option} {empty}: no rows")
+        leaves_nothing()
 
     bad_qrels = tmp_path / "bad_qrels.tsv"
     bad_qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td9\t1\n")
     result = cli("mine", tiny_checkpoint, "--queries", folder / "queries.jsonl",
                  "--corpus", folder / "corpus.jsonl", "--qrels", bad_qrels, "-o", output)
-    assert_one_line_error(result, "bad_qrels.tsv:3", "unknown corpus id 'd9'")
+    assert_one_line_error(result, "--qrels", "bad_qrels.tsv:3", "unknown corpus id 'd9'")
     leaves_nothing()
 
     result = cli("mine", tiny_checkpoint, "--queries", folder / "corpus.jsonl",
