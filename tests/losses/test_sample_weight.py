@@ -92,19 +92,40 @@ def test_weights_that_are_not_one_per_row_are_refused_naming_the_loss(name, weig
         assert np.isfinite(float(loss(SCORES, rows, sample_weight=accepted)))
 
 
-class _Weighted(keras.utils.PyDataset):
-    """One batch of 6 pairs with `count` weights, as README's wrapper adds them."""
+class _OneBatch(keras.utils.PyDataset):
+    """One batch of 6 pairs with `labels` labels and, as README's wrapper adds
+    them, `weights` weights (none when None)."""
 
-    def __init__(self, count):
+    def __init__(self, labels=6, weights=None):
         super().__init__()
-        self.count = count
+        self.labels, self.weights = labels, weights
 
     def __len__(self):
         return 1
 
     def __getitem__(self, index):
-        rows = _rows(2).astype("float32")
-        return rows, SCORES * 5, np.linspace(0.5, 2.0, self.count).astype("float32")
+        batch = (_rows(2).astype("float32"), np.resize(SCORES * 5, self.labels))
+        if self.weights is None:
+            return batch
+        return (*batch, np.linspace(0.5, 2.0, self.weights).astype("float32"))
+
+
+def _assert_fit_refuses(loss, good, bad, scope, message, jit_compile="auto"):
+    """`fit` trains on `good` and fails on `bad`: on TensorFlow, whose `fit` traces
+    with an unknown batch size, at a node of name scope `scope`; on JAX and
+    PyTorch, which trace known shapes, with the ValueError `message`."""
+    inputs = keras.Input((2, 8))
+    model = keras.Model(inputs, keras.layers.Dense(8)(inputs))
+    model.compile(optimizer="sgd", loss=loss, jit_compile=jit_compile)
+    model.fit(good, epochs=1, verbose=0)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        expected = (tf.errors.InvalidArgumentError, f"{type(loss).__name__}_{scope}")
+    else:
+        expected = (ValueError, re.escape(f"`{type(loss).__name__}` {message}"))
+    with pytest.raises(expected[0], match=expected[1]):
+        model.fit(bad, epochs=1, verbose=0)
 
 
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
@@ -113,39 +134,14 @@ def test_fit_refuses_weights_that_are_not_one_per_row(name, jit_compile):
     # TensorFlow's `fit` traces with an unknown batch size, where the shape
     # check cannot compare: a loss of one value per batch took 7 weights for 6
     # rows (their mean rescaled it), one of a value per row failed without
-    # naming the loss. Now the step fails at a node named for the loss and
-    # the rule; JAX and PyTorch trace known shapes and raise the ValueError.
+    # naming the loss.
     loss = {"cosent": keras_cosent.losses.CoSENTLoss(),
             "infonce": keras_cosent.losses.InfoNCELoss(),
             "joint": keras_cosent.losses.JointLoss([keras_cosent.losses.InfoNCELoss(),
                                                     keras_cosent.losses.CoSENTLoss()])}[name]
-    inputs = keras.Input((2, 8))
-    model = keras.Model(inputs, keras.layers.Dense(8)(inputs))
-    model.compile(optimizer="sgd", loss=loss, jit_compile=jit_compile)
-    model.fit(_Weighted(6), epochs=1, verbose=0)  # one weight per row trains
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        expected = (tf.errors.InvalidArgumentError,
-                    f"{type(loss).__name__}_takes_one_sample_weight_per_row_of_y_pred")
-    else:
-        expected = (ValueError, re.escape(f"`{type(loss).__name__}` takes one `sample_weight`"))
-    with pytest.raises(expected[0], match=expected[1]):
-        model.fit(_Weighted(7), epochs=1, verbose=0)
-
-
-class _Labelled(keras.utils.PyDataset):
-    """One batch of 6 pairs with `count` labels."""
-
-    def __init__(self, count):
-        super().__init__()
-        self.count = count
-
-    def __len__(self):
-        return 1
-
-    def __getitem__(self, index):
-        return _rows(2).astype("float32"), np.resize(SCORES * 5, self.count)
+    _assert_fit_refuses(loss, _OneBatch(weights=6), _OneBatch(weights=7),
+                        "takes_one_sample_weight_per_row_of_y_pred",
+                        "takes one `sample_weight`", jit_compile)
 
 
 @pytest.mark.parametrize("count", [5, 7])
@@ -155,16 +151,5 @@ def test_fit_refuses_labels_that_are_not_one_per_pair(name, count):
     # the first 5 pairs and trained on.
     loss = {"cosent": keras_cosent.losses.CoSENTLoss(),
             "angle": keras_cosent.losses.AnglELoss()}[name]
-    inputs = keras.Input((2, 8))
-    model = keras.Model(inputs, keras.layers.Dense(8)(inputs))
-    model.compile(optimizer="sgd", loss=loss)
-    model.fit(_Labelled(6), epochs=1, verbose=0)
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        expected = (tf.errors.InvalidArgumentError,
-                    f"{type(loss).__name__}_expects_one_label_per_pair")
-    else:
-        expected = (ValueError, re.escape(f"`{type(loss).__name__}` expects one label per pair"))
-    with pytest.raises(expected[0], match=expected[1]):
-        model.fit(_Labelled(count), epochs=1, verbose=0)
+    _assert_fit_refuses(loss, _OneBatch(), _OneBatch(labels=count),
+                        "expects_one_label_per_pair", "expects one label per pair")
