@@ -131,7 +131,7 @@ def evaluate_retrieval(encoder, dataset, batch_size=64, top_k=100, per_query=Fal
 
 
 def evaluate_clustering(encoder, texts, labels, batch_size=64, seed=0, note=None):
-    """V-measure (x 100) of k-means clusters of the embeddings against the labels (MTEB's clustering score).
+    """V-measure (x 100, MTEB's clustering score) of k-means clusters against the labels.
 
     k is the number of distinct labels; `keras_cosent.retrieval.v_measure`
     runs scikit-learn's `KMeans` (n_init=10, seeded).

@@ -126,7 +126,8 @@ def check_sample_weight(sample_weight, y_pred, loss_name):
             f"(batch,) or (batch, 1). Received shape {shape}."
         )
     if _shape(y_pred) and (shape[0] is None or rows is None):
-        with keras.name_scope(_rule_scope(f"{loss_name}_takes_one_sample_weight_per_row_of_y_pred")):
+        rule = _rule_scope(f"{loss_name}_takes_one_sample_weight_per_row_of_y_pred")
+        with keras.name_scope(rule):
             sample_weight = ops.convert_to_tensor(sample_weight)
             sample_weight = sample_weight * ops.ones(
                 (ops.shape(y_pred)[0],) + (1,) * (len(shape) - 1), sample_weight.dtype)

@@ -213,11 +213,12 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         still = report["short_rows"] - report["filled_rows"]
         # The query count is of the rows short before any fill: said as such
         # beside the rows still short, it read as queries still short.
-        queries = (f"{report['short_queries']} of {report['queries']} queries had short rows"
-                   + (" before the fill" if report["filled_rows"] else ""))
+        had_short = (f"{report['short_queries']} of {report['queries']} queries had short "
+                     "rows" + (" before the fill" if report["filled_rows"] else ""))
         env.log(
-            f"{still} rows ({queries}) have fewer than {num_negatives} negatives; widen "
-            "--range-max, loosen the margins" + ("" if fill == "random" else " or use --fill random")
+            f"{still} rows ({had_short}) have fewer than {num_negatives} negatives; widen "
+            "--range-max, loosen the margins"
+            + ("" if fill == "random" else " or use --fill random")
         )
     else:
         env.log(f"every row has {num_negatives} negatives")
