@@ -106,6 +106,9 @@ def read_datasets(config):
                     raise
                 # Read with --train's --format unless told otherwise: a pair-tsv dev
                 # file beside a csv/tsv/jsonl training file fails on its "columns".
+                formats = config["format"]
+                if data_format != (formats[-1] if isinstance(formats, list) else formats):
+                    raise  # --eval-format was given, and its columns are the point
                 raise CliError(
                     f"{one_line(error)} (--{split} is read as --eval-format {data_format}, "
                     "which defaults to --format; give --eval-format for its own format)"

@@ -650,6 +650,17 @@ def check_combinations(ctx, options):
                     f"{', '.join(dict.fromkeys(formats))} has fixed columns",
                     param_hint="--" + name.replace("_", "-"),
                 )
+    # The evaluation files' own columns: with a training file of columns, an
+    # evaluation format of fixed columns read past a mistyped name silently.
+    eval_format = options["eval_format"] or formats[-1]
+    if eval_format not in COLUMN_FORMATS:
+        for name in ("eval_text_columns", "eval_label_column"):
+            if _typed_otherwise(ctx, options, name):
+                raise click.BadParameter(
+                    f"names columns of --eval-format {', '.join(COLUMN_FORMATS)}; "
+                    f"--eval-format {eval_format} has fixed columns",
+                    param_hint="--" + name.replace("_", "-"),
+                )
     for flag, name, off in (("--ignore-identical-ids", "ignore_identical_ids", False),
                             ("--unknown-ids", "unknown_ids", "error"),
                             ("--faiss", "use_faiss", False)):

@@ -196,6 +196,24 @@ def test_a_dev_file_read_with_the_training_format_names_eval_format(cli, small_d
                           "(--dev is read as --eval-format tsv, which defaults to --format; give "
                           "--eval-format for its own format)")
     assert not (tmp_path / "run").exists()
+    # An --eval-format given is not a default: the hint sent the user to give it.
+    dev = tmp_path / "dev.csv"
+    dev.write_text("a,b,gold\nx y,y z,1\nz w,w x,2\n", encoding="utf-8")
+    result = cli("train", "--loss", "triplet", "--train", triplets, "--format", "tsv",
+                 "--text-columns", "anchor,positive,negative", "--dev", dev,
+                 "--eval-format", "csv", "--eval-text-columns", "a,b",
+                 "--eval-label-column", "score", "--output", tmp_path / "run")
+    line = assert_one_line_error(result, f"{dev}: column 'score' not found")
+    assert "defaults to --format" not in line
+    # Columns named for an evaluation format of fixed columns were ignored,
+    # typos included, and written into the replay command.
+    for option in ("--eval-text-columns", "--eval-label-column"):
+        result = cli("train", "--loss", "triplet", "--train", triplets, "--format", "tsv",
+                     "--text-columns", "anchor,positive,negative", "--dev", small_dev,
+                     "--eval-format", "pair-tsv", option, "zz,yy" if "text" in option else "qq",
+                     "--output", tmp_path / "run")
+        assert_one_line_error(result, option, "--eval-format pair-tsv has fixed columns")
+    assert not (tmp_path / "run").exists()
 
 
 def test_dev_file_without_scores(cli, small_train, tmp_path):
