@@ -14,6 +14,7 @@ import shlex
 
 import click
 
+from recipes import interrupts
 from recipes.context import pass_environment
 from recipes.errors import CliError
 from recipes.errors import one_line
@@ -488,15 +489,19 @@ def train(ctx, env, **options):
         # of a run that is not --staged (whose stages are separate fits) nor
         # torchrun's on several processes (which --resume refuses).
         torchrun = env.backend == "torch" and config.get("devices", 1) > 1
+        # A signal came, whatever the error it ended in: one that landed in
+        # the end-of-epoch dev scoring on JAX reached here as another error,
+        # and the run said only "Aborted!" beside the backup it kept (probe).
+        stopped = isinstance(error, KeyboardInterrupt) or bool(interrupts.RECEIVED)
         if config.get("staged") or torchrun or not run_directory.has_saved_epoch():
             run_directory.remove_backup()
-            if isinstance(error, KeyboardInterrupt):
+            if stopped:
                 why = ("a --staged run keeps no state" if config.get("staged") else
                        "a run on several PyTorch processes keeps no state" if torchrun else
                        "before its first epoch ended")
                 env.note(f"interrupted, {why}: nothing is kept, and the same command "
                          "trains from the start")
-        elif isinstance(error, KeyboardInterrupt):
+        elif stopped:
             env.note(f"interrupted; the last finished epoch is kept in {backup}: the same "
                      "command with --resume continues from it")
         raise

@@ -154,9 +154,26 @@ def test_a_run_interrupted_before_its_first_epoch_ended_says_that_nothing_is_kep
     result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
                  "--epochs", 1, "--batch-size", 8, "--output", tmp_path / "run")
     assert result.exit_code != 0
-    assert ("interrupted, before its first epoch ended: nothing is kept, and the same "
-            "command trains from the start") in result.output
+    said = ("interrupted, before its first epoch ended: nothing is kept, and the same "
+            "command trains from the start")
+    assert said in result.output
     assert not (tmp_path / "run").exists() and not (tmp_path / ".run.resume").exists()
+
+    # A signal that came and ended the run in another error (one that landed in
+    # the end-of-epoch scoring on JAX) says so too: it said only "Aborted!".
+    from recipes import interrupts
+
+    def signalled(*args, **kwargs):
+        interrupts.RECEIVED.append(15)
+        raise RuntimeError("stopped while waiting for a computation")
+
+    monkeypatch.setattr(recipes.training, "train_encoder", signalled)
+    try:
+        result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                     "--epochs", 1, "--batch-size", 8, "--output", tmp_path / "run")
+    finally:
+        interrupts.RECEIVED.clear()
+    assert result.exit_code != 0 and said in result.output
 
 
 def test_resume_without_an_interrupted_run_trains_from_the_start(
