@@ -106,8 +106,7 @@ def read_datasets(config):
                     raise
                 # Read with --train's --format unless told otherwise: a pair-tsv dev
                 # file beside a csv/tsv/jsonl training file fails on its "columns".
-                formats = config["format"]
-                if data_format != (formats[-1] if isinstance(formats, list) else formats):
+                if data_format != multi_dataset.per_train(config, "format", -1):
                     raise  # --eval-format was given, and its columns are the point
                 raise CliError(
                     f"{one_line(error)} (--{split} is read as --eval-format {data_format}, "

@@ -20,6 +20,7 @@ from recipes.errors import CliError
 from recipes.errors import one_line
 from recipes.multi_dataset import SAMPLINGS
 from recipes.multi_dataset import _check_stage_epochs
+from recipes.multi_dataset import per_train
 from recipes.multi_dataset import resolve_per_train_options
 from recipes.options import COLUMN_FORMATS
 from recipes.options import FORMATS
@@ -878,9 +879,8 @@ def build_config(backend, options, tuning=True):
         elif config[key] is not None:
             config[key] = os.path.abspath(config[key])
     if config["eval_format"] is None:
-        formats = config["format"]
         # The last --train's: a staged run's last stage trains on data like --dev's.
-        config["eval_format"] = formats[-1] if isinstance(formats, list) else formats
+        config["eval_format"] = per_train(config, "format", -1)
     # A folder or a .keras file, as --output is, so that the recorded command
     # repeats the run from anywhere; a preset name stays a name.
     backbone_path = os.path.abspath(config["backbone"])
