@@ -131,6 +131,17 @@ def test_extreme_cosines_have_finite_values_and_gradients(dtype):
     np.testing.assert_allclose(value, expected, rtol=1e-5)
 
 
+def test_loss_is_finite_up_to_half_float32s_maximum_scale():
+    # The worst-ranked batch costs about 2 * scale, so half float32's maximum
+    # is the largest scale whose loss fits; the docstring promises that much.
+    from keras_cosent.losses.cosent_loss import ranking_loss_from_similarity
+
+    scale = float(np.finfo("float32").max) / 2
+    labels = np.array([1.0, 0.0], "float32")
+    value = ranking_loss_from_similarity(labels, np.array([-1.0, 1.0], "float32"), scale=scale)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(value), 2 * scale, rtol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_identical_and_opposite_embeddings_have_finite_gradients(dtype):
     u = np.random.default_rng(4).normal(size=(4, 6))
