@@ -546,7 +546,9 @@ def _check_vocabulary_fits(tokenizer, backbone):
     refused here. A tokenizer without its vocabulary yet (a `.keras` file's
     is loaded after construction) is not checked.
     """
-    rows = getattr(backbone, "vocabulary_size", None)
+    # The embedding layer itself: backbones name its size differently
+    # (`ElectraBackbone` has `vocab_size`, most others `vocabulary_size`).
+    rows = getattr(getattr(backbone, "token_embedding", None), "input_dim", None)
     if tokenizer is None or not isinstance(rows, int):
         return
     try:

@@ -322,12 +322,19 @@ def test_option_values_of_the_wrong_type_are_named(tiny_encoder, kwargs, match):
         SentenceEncoder(tiny_encoder.backbone, tiny_encoder.tokenizer, max_length=16, **kwargs)
 
 
-def test_a_tokenizer_larger_than_the_backbone_vocabulary_is_refused(tiny_encoder):
+@pytest.mark.parametrize("family, size_argument", [
+    ("BertBackbone", "vocabulary_size"),
+    ("ElectraBackbone", "vocab_size"),  # was not checked: it names the size otherwise
+])
+def test_a_tokenizer_larger_than_the_backbone_vocabulary_is_refused(
+        tiny_encoder, family, size_argument):
     import keras_hub
 
-    small = keras_hub.models.BertBackbone(
-        vocabulary_size=len(VOCAB) - 3, num_layers=1, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=32)
+    sizes = {"num_layers": 1, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32,
+             "max_sequence_length": 32}
+    if family == "ElectraBackbone":
+        sizes["embedding_dim"] = 16
+    small = getattr(keras_hub.models, family)(**{size_argument: len(VOCAB) - 3}, **sizes)
     shown = (f"vocabulary has {len(VOCAB)} tokens but the backbone's token embedding has "
              f"{len(VOCAB) - 3} rows: ids {len(VOCAB) - 3} to {len(VOCAB) - 1}")
     with pytest.raises(ValueError, match=shown):
