@@ -212,7 +212,7 @@ def note_padding(config, setup, env):
     if config.get("mini_batch_size") is not None:
         reasons.append("--mini-batch-size embeds each batch a few rows at a time")
     if not reasons:
-        reasons.append(f"the --backbone is a {type(setup.encoder.backbone).__name__}, "
+        reasons.append(f"the --backbone is {type(setup.encoder.backbone).__name__}, "
                        "and only keras-hub BERT backbones pack")
     env.note(f"batches are padded, not packed: {'; '.join(reasons)}")
 

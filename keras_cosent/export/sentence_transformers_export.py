@@ -145,7 +145,7 @@ def _check_encoder(encoder):
     if not isinstance(encoder.backbone, keras_hub.models.BertBackbone):
         raise ValueError(
             f"Only BERT encoders can be written as a sentence-transformers folder; this "
-            f"encoder's backbone is a {type(encoder.backbone).__name__}"
+            f"encoder's backbone is `{type(encoder.backbone).__name__}`"
         )
     if not isinstance(encoder.tokenizer, keras_hub.models.BertTokenizer):
         raise ValueError(

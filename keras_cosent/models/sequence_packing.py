@@ -48,7 +48,7 @@ def check_supports_packing(backbone):
     if not supports_packing(backbone):
         raise ValueError(
             "Sequence packing needs a keras-hub `BertBackbone`; this encoder's "
-            f"backbone is a {type(backbone).__name__}. Encode with `packing=False`."
+            f"backbone is `{type(backbone).__name__}`. Encode with `packing=False`."
         )
 
 

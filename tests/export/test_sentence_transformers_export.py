@@ -90,6 +90,16 @@ def test_refusals_name_the_problem_and_write_nothing(tiny_checkpoint, tmp_path, 
         export_sentence_transformers(encoder, tmp_path / "st")
     assert os.listdir(tmp_path) == []
 
+    import keras_hub
+
+    roberta = SentenceEncoder(
+        keras_hub.models.RobertaBackbone(vocabulary_size=16, num_layers=1, num_heads=2,
+                                         hidden_dim=8, intermediate_dim=16,
+                                         max_sequence_length=16), None, max_length=16)
+    with pytest.raises(ValueError, match="Only BERT encoders .* backbone is `RobertaBackbone`"):
+        export_sentence_transformers(roberta, tmp_path / "st")
+    assert os.listdir(tmp_path) == []
+
     encoder = SentenceEncoder.from_checkpoint(tiny_checkpoint, max_length=16)
     occupied = tmp_path / "occupied"
     occupied.mkdir()

@@ -184,7 +184,7 @@ def test_packing_argument_is_checked():
         intermediate_dim=16, max_sequence_length=16,
     )
     other = SentenceEncoder(backbone, tokenizer, max_length=16)
-    with pytest.raises(ValueError, match="needs a keras-hub `BertBackbone`.*DistilBertBackbone"):
+    with pytest.raises(ValueError, match="needs a keras-hub `BertBackbone`.*backbone is `DistilBertBackbone`"):
         other.encode(TEXTS, packing=True)
     # Left to None, such a backbone takes the padded path.
     out = other.encode(TEXTS)
