@@ -211,7 +211,8 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
             header_read = True
             if [x.strip() for x in fields] != ["query-id", "corpus-id", "score"]:
                 raise DataFormatError(
-                    qrels_path, 1, f"header should be 'query-id\\tcorpus-id\\tscore', got {line.strip()!r}"
+                    # The line as it is: stripped, a trailing TAB looked like no mistake.
+                    qrels_path, 1, f"header should be 'query-id\\tcorpus-id\\tscore', got {line!r}"
                 )
             continue
         if not line.strip():
@@ -226,9 +227,11 @@ def read_retrieval_files(corpus_path, queries_path, qrels_path=None, source=None
             if key not in known:
                 if unknown_ids == "error":
                     name = "query id" if kind == "query" else "corpus id"
+                    # Only on this error path: the id that spaces alone keep apart,
+                    # around either side's.
+                    near = next((k for k in known if k.strip() == key.strip()), None)
                     hint = (f" ({'queries' if kind == 'query' else 'corpus'}.jsonl has "
-                            f"{key.strip()!r}: ids are compared exactly)"
-                            if key.strip() != key and key.strip() in known else "")
+                            f"{near!r}: ids are compared exactly)" if near is not None else "")
                     raise DataFormatError(qrels_path, line_number,
                                           f"unknown {name} {key!r}{hint}")
                 unknown[kind].append((line_number, key))

@@ -239,10 +239,10 @@ def read_pair_tsv(path, on_bad_rows="raise"):
     return bad.finish([first, second], np.asarray(labels, dtype="float32"))
 
 
-def _missing_column_error(path, column, available):
+def _missing_column_error(path, line, column, available, where="the header"):
     return DataFormatError(
-        path, None,
-        f"column {column!r} not found; available columns: {list(available)}",
+        path, line,
+        f"column {column!r} not found in {where}; available columns: {list(available)}",
     )
 
 
@@ -398,9 +398,13 @@ def _table_records(path, bad, wanted, delimiter):
     for number, fields in _header_records(path, delimiter):
         if header is None:
             header = [field.strip() for field in fields]
+            # A trailing delimiter (a spreadsheet's export) names no column: rows
+            # need not fill it, as they may end in one themselves.
+            while len(header) > 1 and not header[-1]:
+                header.pop()
             for column in wanted:
                 if column not in header:
-                    raise _missing_column_error(path, column, header)
+                    raise _missing_column_error(path, number, column, header)
                 if header.count(column) > 1:
                     raise DataFormatError(
                         path, number, f"column {column!r} appears {header.count(column)} "
@@ -440,7 +444,8 @@ def _json_records(path, bad, wanted):
             # most likely a typo in the column name, not a bad row.
             for column in wanted:
                 if column not in record:
-                    raise _missing_column_error(path, column, record.keys())
+                    raise _missing_column_error(path, number, column, record.keys(),
+                                                "the first object, whose keys name the columns")
             checked = True
         missing = [column for column in wanted if column not in record]
         if missing:

@@ -61,6 +61,12 @@ def test_title_joined_and_unrelevant_query_skipped(tmp_path):
          "test.tsv", 2, "unknown corpus id 'd7'"),
         ({"qrels": ["query-id\tcorpus-id\tscore", "q1\td1 \t1"]},
          "test.tsv", 2, r"unknown corpus id 'd1 ' \(corpus.jsonl has 'd1': ids are compared"),
+        # The hint for spaces on the other side (it covered only the qrels' own).
+        ({"queries": ['{"_id": "q1 ", "text": "a"}', '{"_id": "q2", "text": "b"}']},
+         "test.tsv", 2, r"unknown query id 'q1' \(queries.jsonl has 'q1 ': ids are compared"),
+        # The header as written: stripped, its trailing TAB looked like no mistake.
+        ({"qrels": ["query-id\tcorpus-id\tscore\t", "q1\td1\t1"]},
+         "test.tsv", 1, r"got 'query-id\\tcorpus-id\\tscore\\t'$"),
         ({"corpus": ['{"_id": "d1", "text": "a"}', '{"_id": "d2", "contents": "b"}']},
          "corpus.jsonl", 2, r"missing `text` \(keys: \['_id', 'contents'\]\)"),
         ({"queries": ['{"_id": "q1"}']}, "queries.jsonl", 1, "missing `text`"),

@@ -221,6 +221,18 @@ def test_read_columns_missing_column(tmp_path, name, text):
         read_columns(path, ["a", "sentence2"])
     message = str(info.value)
     assert "'sentence2'" in message and name in message and "'a'" in message and "'b'" in message
+    assert message.startswith(f"{path}:1: column 'sentence2' not found in the ")
+
+
+def test_jsonl_a_key_the_first_object_lacks_is_named_with_its_line(tmp_path):
+    # The first object stands for a header; the error said neither which line
+    # nor that it came from that object, where later rows had the key.
+    path = _write(tmp_path, "x.jsonl", '\n{"a": "x"}\n{"a": "x", "b": "y"}\n')
+    for on_bad_rows in ("raise", "skip"):
+        with pytest.raises(DataFormatError, match=r"x\.jsonl:2: column 'b' not found in the "
+                                                  r"first object, whose keys name the columns; "
+                                                  r"available columns: \['a'\]"):
+            read_columns(path, ["a", "b"], on_bad_rows=on_bad_rows)
 
 
 def test_read_columns_bad_format_args(tmp_path):
@@ -427,6 +439,11 @@ def test_read_columns_extra_fields_and_repeated_header_columns(tmp_path):
     with pytest.warns(UserWarning, match="skipped 1"):
         ds = read_columns(path, ["a", "b"], label_column="l", on_bad_rows="skip")
     assert ds.pairs == [("x", "y")] and ds.labels.tolist() == [1.0]
+    # So does a trailing delimiter in the header: rows without it were refused
+    # as one field short of an unnamed column.
+    for name, text in (("h.csv", "a,b,l,\nx,y,1\nx,y,2,\n"), ("h.tsv", "a\tb\tl\t\nx\ty\t1\n")):
+        ds = read_columns(_write(tmp_path, name, text), ["a", "b"], label_column="l")
+        assert ds.pairs[0] == ("x", "y") and ds.labels[0] == 1.0
     path = _write(tmp_path, "y.csv", "a,a,l\nx,y,1\n")
     with pytest.raises(DataFormatError, match=r"y\.csv:1: column 'a' appears 2 times"):
         read_columns(path, ["a"], label_column="l")

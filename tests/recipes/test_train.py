@@ -192,7 +192,7 @@ def test_a_dev_file_read_with_the_training_format_names_eval_format(cli, small_d
     result = cli("train", "--loss", "triplet", "--train", triplets, "--format", "tsv",
                  "--text-columns", "anchor,positive,negative", "--dev", small_dev,
                  "--output", tmp_path / "run")
-    assert_one_line_error(result, f"{small_dev}: column 'sentence1' not found",
+    assert_one_line_error(result, f"{small_dev}:1: column 'sentence1' not found",
                           "(--dev is read as --eval-format tsv, which defaults to --format; give "
                           "--eval-format for its own format)")
     assert not (tmp_path / "run").exists()
@@ -203,7 +203,7 @@ def test_a_dev_file_read_with_the_training_format_names_eval_format(cli, small_d
                  "--text-columns", "anchor,positive,negative", "--dev", dev,
                  "--eval-format", "csv", "--eval-text-columns", "a,b",
                  "--eval-label-column", "score", "--output", tmp_path / "run")
-    line = assert_one_line_error(result, f"{dev}: column 'score' not found")
+    line = assert_one_line_error(result, f"{dev}:1: column 'score' not found")
     assert "defaults to --format" not in line
     # Columns named for an evaluation format of fixed columns were ignored,
     # typos included, and written into the replay command.
