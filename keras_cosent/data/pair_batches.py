@@ -578,7 +578,8 @@ def _check_dataset(dataset, batch_size, label_mode, drop_remainder):
     if drop_remainder and len(dataset) < batch_size:
         raise ValueError(
             f"`dataset` ({dataset.source!r}) has {len(dataset)} rows, fewer than "
-            f"`batch_size`={batch_size}, so drop_remainder=True leaves no batch."
+            f"`batch_size`={batch_size}, so drop_remainder=True leaves no batch (`build` "
+            "sets it to train on several devices, which split only whole batches)."
         )
     if label_mode in ("score", "class") and dataset.labels is None:
         raise ValueError(
