@@ -21,9 +21,20 @@ class _Announced:
     def encode(self, texts, batch_size=32, **options):
         what = self._what[self._calls % len(self._what)]
         self._calls += 1
-        self._note(f"encoding {len(texts)} {what}")
-        with contextlib.redirect_stdout(sys.stderr):
-            return self._encoder.encode(texts, batch_size=batch_size, progress=True, **options)
+        with encoding_bar(self._note, len(texts), what) as bar:
+            return self._encoder.encode(texts, batch_size=batch_size, progress=bar, **options)
+
+
+@contextlib.contextmanager
+def encoding_bar(note, total, what):
+    """A `keras.utils.Progbar` of `total` sentences on stderr, announced by `note`
+    as the encoding of `total` `what`; `SentenceEncoder.encode(progress=bar)`
+    advances it, over one call or several (a file encoded in chunks)."""
+    import keras
+
+    note(f"encoding {total} {what}")
+    with contextlib.redirect_stdout(sys.stderr):
+        yield keras.utils.Progbar(total, unit_name="sentence")
 
 
 def announced(encoder, note, *what):

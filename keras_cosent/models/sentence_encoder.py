@@ -291,7 +291,9 @@ class SentenceEncoder(keras.Model):
             texts: list of str.
             batch_size: int, sentences per forward pass; packed passes hold
                 as many tokens as `batch_size` sentences of average length.
-            progress: bool, show a `keras.utils.Progbar`.
+            progress: bool, show a `keras.utils.Progbar`; or a `Progbar` to
+                advance, one bar over several calls (a corpus encoded in
+                chunks).
             packing: None packs where the backbone allows it, True requires
                 it (ValueError otherwise), False never packs.
             truncate_dim: None, or an int in `[1, embedding_dim]`: keep the
@@ -328,9 +330,10 @@ class SentenceEncoder(keras.Model):
             raise ValueError(
                 f"`packing` should be None, True or False. Received: `packing`={packing!r}"
             )
-        if not isinstance(progress, (bool, np.bool_)):
+        if not isinstance(progress, (bool, np.bool_, keras.utils.Progbar)):
             raise ValueError(
-                f"`progress` should be True or False. Received: `progress`={progress!r}"
+                "`progress` should be True, False or a `keras.utils.Progbar`. "
+                f"Received: `progress`={progress!r}"
             )
         truncate_dim = check_truncate_dim(truncate_dim, self.embedding_dim)
         if packing is True:
@@ -346,7 +349,10 @@ class SentenceEncoder(keras.Model):
             batches, model = self._packed_batches(token_lists, batch_size), self._packed_model()
         else:
             batches, model = self._padded_batches(token_lists, batch_size), self
-        bar = keras.utils.Progbar(n, unit_name="sentence") if progress else None
+        if isinstance(progress, keras.utils.Progbar):
+            bar = progress
+        else:
+            bar = keras.utils.Progbar(n, unit_name="sentence") if progress else None
         copies = np.bincount(inverse, minlength=len(token_lists))
         with fused_attention_at_inference(self):
             for inputs, index in batches:

@@ -15,6 +15,12 @@ from recipes.output_files import refuse_unwritable
 from recipes.output_files import write_atomically
 
 
+# Sentences tokenised and embedded at a time, their rows written straight into
+# the output: memory follows this many sentences, not the input (all of a
+# million lines' token ids took 0.7 GB, and the embeddings were held twice).
+CHUNK_SENTENCES = 16384
+
+
 def read_sentences(stream, name):
     """The lines of a UTF-8 byte stream; an empty line is an error (rows follow lines)."""
     from keras_cosent.data.text_decoding import decode_text
@@ -66,18 +72,22 @@ def encode(env, model, input, output, batch_size, max_length, truncate_dim, over
     import numpy as np
 
     from recipes.model_loading import load_encoder
-    from recipes.progress import announced
+    from recipes.progress import encoding_bar
 
     encoder = load_encoder(model, max_length=max_length)
     check_truncate_dim_option(truncate_dim, encoder, model)
-    embeddings = announced(encoder, env.note, "sentences").encode(
-        sentences, batch_size=batch_size, truncate_dim=truncate_dim
-    )
-    embeddings = np.asarray(embeddings, dtype="float32")
+    shape = (len(sentences), truncate_dim or encoder.embedding_dim)
+
     # Written beside the target and renamed, so a failure leaves no partial file.
     def save(path):
-        with open(path, "wb") as f:  # a file object: np.save would add ".npy" to a name
-            np.save(f, embeddings)
+        rows = np.lib.format.open_memmap(path, mode="w+", dtype="float32", shape=shape)
+        with encoding_bar(env.note, len(sentences), "sentences") as bar:
+            for start in range(0, len(sentences), CHUNK_SENTENCES):
+                rows[start:start + CHUNK_SENTENCES] = encoder.encode(
+                    sentences[start:start + CHUNK_SENTENCES], batch_size=batch_size,
+                    truncate_dim=truncate_dim, progress=bar)
+        rows.flush()
+        del rows  # closes the file before it is renamed
 
     write_atomically(output, save)
-    env.note(f"wrote {embeddings.shape[0]} x {embeddings.shape[1]} float32 embeddings to {output}")
+    env.note(f"wrote {shape[0]} x {shape[1]} float32 embeddings to {output}")

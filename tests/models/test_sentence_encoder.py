@@ -254,6 +254,12 @@ def test_encode_empty_list(tiny_encoder):
 def test_encode_progress_bar(tiny_encoder, capsys):
     tiny_encoder.encode(TEXTS, batch_size=2, progress=True)
     assert f"{len(TEXTS)}/{len(TEXTS)}" in capsys.readouterr().out
+    # A bar of the caller's, advanced over several calls (a corpus in chunks).
+    bar = keras.utils.Progbar(2 * len(TEXTS) + 1, unit_name="sentence")
+    tiny_encoder.encode(TEXTS, batch_size=2, progress=bar)
+    tiny_encoder.encode(TEXTS + TEXTS[:1], batch_size=2, progress=bar)
+    shown = capsys.readouterr().out
+    assert f"{2 * len(TEXTS) + 1}/{2 * len(TEXTS) + 1}" in shown and f"/{len(TEXTS)} " not in shown
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,38 @@ def test_encode_a_file(cli, trained_run, tmp_path):
     assert result.stdout == ""
 
 
+def test_a_file_longer_than_a_chunk_is_encoded_in_chunks_under_one_bar(
+        cli, trained_run, tmp_path, monkeypatch):
+    # Chunks bound the command's memory by their size, not the file's; the rows
+    # are those of one call, in the input's order, and one bar counts them all.
+    from keras_cosent.models import SentenceEncoder
+    from recipes.commands import encode as command
+
+    calls = []
+    encode = SentenceEncoder.encode
+
+    def recording(self, texts, *args, **kwargs):
+        calls.append(len(texts))
+        return encode(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(command, "CHUNK_SENTENCES", 4)
+    monkeypatch.setattr(SentenceEncoder, "encode", recording)
+    source = tmp_path / "sentences.txt"
+    source.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    result = cli("encode", trained_run["output"], source, "-o", tmp_path / "out.npy",
+                 "--truncate-dim", 8)
+    assert result.exit_code == 0, result.output
+    assert calls == [4, 4, 1]
+    monkeypatch.undo()
+    encoder = keras.saving.load_model(trained_run["output"] / "encoder.keras")
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"),
+                               encoder.encode(SENTENCES, truncate_dim=8), atol=1e-5)
+    n = len(SENTENCES)
+    assert result.stderr.count(f"encoding {n} sentences") == 1 and f"{n}/{n}" in result.stderr
+    assert "/4 " not in result.stderr and sorted(p.name for p in tmp_path.iterdir()) == [
+        "out.npy", "sentences.txt"]
+
+
 def test_encode_stdin_equals_the_file(cli, trained_run, tmp_path):
     text = "\n".join(SENTENCES)  # no final newline
     source = tmp_path / "s.txt"
