@@ -591,6 +591,17 @@ def _typed_otherwise(ctx, options, name):
             and options.get(name) != default)
 
 
+def _flag(ctx, options, name):
+    """`--name`, and where `--recipe` set it rather than the command line, which
+    recipe: a refusal should not name an option the user never typed as theirs."""
+    flag = "--" + name.replace("_", "-")
+    recipe = options.get("recipe")
+    if (recipe is not None and name in RECIPES[recipe].options
+            and ctx.get_parameter_source(name) != click.core.ParameterSource.COMMANDLINE):
+        return f"{flag} (set by --recipe {recipe})"
+    return flag
+
+
 def check_head_objectives(options, losses, get_objective):
     """Refuses, before any training, what an objective that trains a head on the pair
     embeddings (`wrap_model`: sbert-softmax) cannot run with: options that act on a
@@ -703,13 +714,13 @@ def check_combinations(ctx, options):
         if options["loss"] not in QUEUE_LOSSES:
             raise click.BadParameter(
                 f"adds negatives to InfoNCE: --loss {' or '.join(QUEUE_LOSSES)}, not "
-                f"{options['loss']}", param_hint="--queue-size",
+                f"{options['loss']}", param_hint=_flag(ctx, options, "queue_size"),
             )
         for other in ("matryoshka_dims", "mini_batch_size", "devices"):
             if options.get(other) not in (None, 1):
                 raise click.BadParameter(
                     f"cannot be combined with --{other.replace('_', '-')} (yet)",
-                    param_hint="--queue-size",
+                    param_hint=_flag(ctx, options, "queue_size"),
                 )
     if options["collapse_guard"] and not has_dev:
         raise click.BadParameter(

@@ -208,6 +208,24 @@ def test_column_options_with_a_format_of_fixed_columns_are_refused(cli, small_tr
     assert not (tmp_path / "r").exists()
 
 
+def test_queue_refusals_say_when_the_recipe_set_the_queue(cli, small_train, tmp_path):
+    # The refusal named --queue-size alone, which a user of --recipe esimcse-unsup
+    # never typed.
+    for recipe, extra, shown in (
+            ([], ["--queue-size", "8", "--loss", "cosent"], "Invalid value for --queue-size:"),
+            (["--recipe", "esimcse-unsup"], ["--loss", "cosent"],
+             "--queue-size (set by --recipe esimcse-unsup): adds negatives to InfoNCE"),
+            (["--recipe", "esimcse-unsup"], ["--mini-batch-size", "4"],
+             "--queue-size (set by --recipe esimcse-unsup): cannot be combined with "
+             "--mini-batch-size"),
+            (["--recipe", "esimcse-unsup", "--queue-size", "160"], ["--devices", "2"],
+             "Invalid value for --queue-size: cannot be combined with --devices")):
+        result = cli("train", *recipe, "--train", small_train, *extra,
+                     "--output", tmp_path / "r")
+        assert_one_line_error(result, shown)
+    assert not (tmp_path / "r").exists()
+
+
 def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     out = tmp_path / "run"
     assert_one_line_error(cli("train", "--loss", "quadruplet", "--output", out), "--loss",
