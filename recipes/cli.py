@@ -206,9 +206,9 @@ def main(ctx, backend, tuning, verbose):
     keras-cosent check-serving runs/demo/export/1
     keras-cosent export-st runs/demo runs/demo/sentence-transformers
 
-    MODEL is a `train` output directory, a local Hugging Face or keras-hub
-    checkpoint directory, a keras-hub preset name, or all-MiniLM-L6-v2 (the
-    packaged checkpoint).
+    MODEL is a `train` output directory, a `.keras` file saved from a
+    SentenceEncoder, a local Hugging Face or keras-hub checkpoint directory, a
+    keras-hub preset name, or all-MiniLM-L6-v2 (the packaged checkpoint).
     """
     ctx.obj = Environment(backend, tuning=tuning, verbose=verbose)
 

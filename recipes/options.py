@@ -163,22 +163,26 @@ def _set_backend(ctx, param, value):
     return value
 
 
-def text_column_options(function):
-    """`--text-columns` and `--label-column`, for the csv/tsv/jsonl formats."""
-    function = click.option(
-        "--label-column",
-        default="score",
-        show_default=True,
-        help="Label column of csv/tsv/jsonl files (header name or JSON key).",
-    )(function)
-    return click.option(
-        "--text-columns",
-        default="sentence1,sentence2",
-        show_default=True,
-        callback=_check_text_columns,
-        help="Comma-separated text columns of csv/tsv/jsonl files, e.g. "
-        "anchor,positive,negative for InfoNCE.",
-    )(function)
+def text_column_options(columns):
+    """`--text-columns` and `--label-column`, for the csv/tsv/jsonl formats; `columns`
+    says in the help which text columns the command reads."""
+
+    def decorate(function):
+        function = click.option(
+            "--label-column",
+            default="score",
+            show_default=True,
+            help="Label column of csv/tsv/jsonl files (header name or JSON key).",
+        )(function)
+        return click.option(
+            "--text-columns",
+            default="sentence1,sentence2",
+            show_default=True,
+            callback=_check_text_columns,
+            help=f"Comma-separated text columns of csv/tsv/jsonl files: {columns}.",
+        )(function)
+
+    return decorate
 
 
 def _check_text_columns(ctx, param, value):

@@ -59,8 +59,8 @@ CLUSTERING_FORMATS = COLUMN_FORMATS
 @click.option("--format", type=click.Choice(FORMATS), default="pair-tsv", show_default=True,
               help="Format of DATA for --task sts (pair-tsv: sentence1 TAB sentence2 TAB score); "
               "--task clustering reads csv, tsv or jsonl, by default as the file's extension "
-              "says.")
-@text_column_options
+              "(.csv, .tsv, .jsonl or .json) says.")
+@text_column_options("the two sentences of a pair, or one text with --task clustering")
 @click.option("--split", default=None, show_default="the folder's only qrels file, else test",
               help="Retrieval: the qrels/<split>.tsv of DATA to evaluate on.")
 @click.option("--top-k", type=click.IntRange(min=100), default=100, show_default=True,

@@ -27,7 +27,7 @@ def _refuse_overlap(model, source, directory):
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace DIRECTORY when it exists and is not empty.")
 @truncate_dim_option("Save the folder with truncate_dim D: sentence-transformers returns the "
-                     "first D coordinates")
+                     "first D coordinates, not re-normalised")
 @backend_option
 @pass_environment
 def export_st(env, model, directory, overwrite, truncate_dim):

@@ -109,7 +109,7 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
     """
     if range_min >= range_max:
         raise click.BadParameter(
-            f"--range-min {range_min} should be below --range-max {range_max}",
+            f"{range_min} should be below --range-max {range_max}",
             param_hint="--range-min",
         )
     if ignore_identical_ids and qrels is None:

@@ -212,7 +212,7 @@ Without --train or --train-retrieval, trains on the packaged demo set
               show_default="--label-column where --eval-text-columns defaults to "
               "--text-columns, else score",
               help="The score column of csv/tsv/jsonl --dev and --test files.")
-@text_column_options
+@text_column_options("as many as the loss's rows, e.g. anchor,positive,negative for InfoNCE")
 @click.option("--backbone", default="all-MiniLM-L6-v2", show_default=True,
               help="Model to fine-tune: the packaged all-MiniLM-L6-v2, a local Hugging Face "
               "or keras-hub checkpoint directory, a keras-hub preset name, or a train output "

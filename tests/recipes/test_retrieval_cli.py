@@ -508,7 +508,9 @@ def test_mine_errors_name_the_input_and_leave_no_output(cli, tiny_checkpoint, tm
 
     result = mine_cli(cli, folder, output, "--range-min", 5, "--range-max", 5,
                       model=tiny_checkpoint)
-    assert_one_line_error(result, "--range-min 5 should be below --range-max 5")
+    # The option named once, by click's "Invalid value for --range-min:".
+    assert_one_line_error(result, "Invalid value for --range-min: 5 should be below "
+                          "--range-max 5")
     leaves_nothing()
 
     bad_queries = tmp_path / "bad_queries.jsonl"
