@@ -24,7 +24,8 @@ def decode_text(raw, leading_bom=True):
     file holds, naming the 1-based line of `raw`: a line ended by `\\r` alone
     (only `\\n` ends a line, so it and the next would be read as one), a NUL
     (a UTF-16 file without a BOM decodes as UTF-8 with one after every ASCII
-    letter) and a BOM after the start (two files joined with `cat`).
+    letter) and a BOM after the start (two files joined with `cat`); at the
+    start, gzip's magic number is named as such.
 
     Example:
 
@@ -35,6 +36,9 @@ def decode_text(raw, leading_bom=True):
     (1, 'a NUL character (\\\\x00) (is the file UTF-16 or binary? re-encode it to UTF-8)')
     """
     if leading_bom:
+        if raw.startswith(b"\x1f\x8b"):
+            # gzip's magic number, which decodes as a stray byte of "another encoding".
+            return None, (1, "the file is gzip-compressed; decompress it first (gunzip)")
         # The BOM leaves the bytes, not the text, so that a decoding error's
         # offset indexes `raw`.
         raw = raw.removeprefix(_BOM)

@@ -1,5 +1,7 @@
 """decode_text: UTF-8 as Python decodes it, and what decodes but is no text file."""
 
+import gzip
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,8 @@ def test_text_decodes_as_python_does_without_a_leading_bom():
     (b"a\nb\nc\x00\n", 3, "a NUL character"),
     (b"a\n\xef\xbb\xbfb\n", 2, "a byte-order mark"),
     (b"a\r\nb\rc\n", 2, "a carriage return"),
+    # Was "invalid UTF-8 byte b'\x8b' (is the file in another encoding?".
+    (gzip.compress(b"a\tb\t1\n"), 1, "the file is gzip-compressed"),
 ])
 def test_what_is_not_text_names_its_line(raw, line, reason):
     text, (found_line, found_reason) = decode_text(raw)
