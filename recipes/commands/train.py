@@ -669,7 +669,7 @@ def check_combinations(ctx, options):
                 )
     # The evaluation files' own columns: with a training file of columns, an
     # evaluation format of fixed columns read past a mistyped name silently.
-    eval_format = options["eval_format"] or formats[-1]
+    eval_format = options["eval_format"] or per_train(options, "format", -1)
     if eval_format not in COLUMN_FORMATS:
         for name in ("eval_text_columns", "eval_label_column"):
             if _typed_otherwise(ctx, options, name):
