@@ -131,7 +131,10 @@ def audit_saved_model(export_dir):
     Returns:
         A dict: `export_dir`; `tensorflow` (version of the registry checked);
         `signatures`: `{name: {"inputs": {key: {"dtype", "shape"}}, "outputs":
-        {...}, "ops": [...], "non_core_ops": [...], "core_only": bool}}`;
+        {...}, "ops": [...], "non_core_ops": [...], "core_only": bool,
+        "providers": {op: library}}}` (`providers` names the library each
+        non-core op comes from: `"tensorflow_text"` or `"unknown custom op
+        library"`);
         `tensorflow_text`: `{"installed", "ops": {op: first tf-text version},
         "minimum_version", "tf_serving_bundles"}` (`minimum_version` is None
         when no signature needs tf-text).

@@ -82,14 +82,14 @@ def probe_saved_model(export_dir):
         export_dir: a SavedModel directory (one version, e.g. `base/1`).
 
     Returns:
-        A dict: `loaded` (bool), `error` (why it could not be loaded), and
-        `signatures`: `{name: {"ok": bool, "problem": str or None, "outputs":
-        {key: shape}}}`.
+        A dict with `loaded` (bool). A model that loaded has `signatures`:
+        `{name: {"ok": bool, "problem": str or None, "outputs": {key:
+        shape}}}`; one that did not has `error` (why) and no `signatures`.
 
     Example:
 
     >>> probe = keras_cosent.export.probe_saved_model("models/sts/1")  # doctest: +SKIP
-    >>> probe["signatures"]["serving_default"]["ok"]  # doctest: +SKIP
+    >>> probe["loaded"] and probe["signatures"]["serving_default"]["ok"]  # doctest: +SKIP
     True
     """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")

@@ -117,7 +117,9 @@ def similarity_matrix(a, b):
 
     Returns:
         `(n, m)` tensor of the dot products of each row of `a` with each row of `b`,
-        float32 for float16 or bfloat16 inputs (float64 stays float64).
+        float32 for float16 or bfloat16 inputs. float64 inputs stay float64 on
+        TensorFlow only: Keras' matmul computes them in float32 on PyTorch, and
+        JAX does without `jax_enable_x64`.
 
     Example:
 
