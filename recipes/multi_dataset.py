@@ -168,6 +168,7 @@ def build_setup(config, encoder, tasks, matryoshka_dims=None):
         learning_rate=config["lr"],
         warmup=config["warmup"],
         weight_decay=config["weight_decay"],
+        max_grad_norm=config.get("max_grad_norm"),
         seed=config["seed"],
         packing=config["packing"],
         matryoshka_dims=matryoshka_dims,

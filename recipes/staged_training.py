@@ -87,6 +87,7 @@ def train_stages(config, directory, env, backup_dir):
                 encoder, dataset, loss,
                 batch_size=config["batch_size"], epochs=epochs, learning_rate=config["lr"],
                 warmup=config["warmup"], weight_decay=config["weight_decay"],
+                max_grad_norm=config.get("max_grad_norm"),
                 seed=config["seed"], packing=config["packing"], data_format=data_format,
                 matryoshka_dims=matryoshka_dims, **loss_options(config, loss),
             )

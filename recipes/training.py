@@ -644,6 +644,7 @@ def _train_encoder(config, directory, env, backup_dir):
                 learning_rate=config["lr"],
                 warmup=config["warmup"],
                 weight_decay=config["weight_decay"],
+                max_grad_norm=config.get("max_grad_norm"),
                 seed=config["seed"],
                 packing=config["packing"],
                 data_format=train_format,

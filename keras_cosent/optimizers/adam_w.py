@@ -63,7 +63,8 @@ class AdamW(keras.optimizers.AdamW):
     (InfoNCE loss about 1e-3, no dropout) moves 2.5 times less in its first
     steps under Keras' rule than under PyTorch's. With this rule keras-cosent
     follows sentence-transformers' training step for step (tested on the
-    packaged checkpoint).
+    packaged checkpoint; its trainer also clips the gradients at a norm of 1.0
+    by default, which `global_clipnorm=1.0` does here).
 
     One more fix: on TensorFlow, Keras checks `exclude_from_weight_decay`
     patterns against the name of the `tf.Variable` under each Keras variable

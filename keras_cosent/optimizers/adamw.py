@@ -13,7 +13,7 @@ NO_WEIGHT_DECAY = ("^bias$", "^gamma$", "^beta$")
 
 
 def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_DECAY,
-          epsilon=1e-8):
+          epsilon=1e-8, max_grad_norm=None):
     """`keras_cosent.optimizers.AdamW` for the current backend: `TorchFusedAdamW` on PyTorch.
 
     Args:
@@ -25,6 +25,11 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
             biases and LayerNorm parameters alone.
         epsilon: added to the bias-corrected `sqrt(v)`, as PyTorch does
             (see `AdamW`).
+        max_grad_norm: `None` (no clipping), or a positive float: the
+            gradients of each step are scaled together so that their global
+            L2 norm is at most this (Keras' `global_clipnorm`, which
+            `torch.nn.utils.clip_grad_norm_` computes too; transformers'
+            Trainer, and so sentence-transformers, clip at 1.0 by default).
 
     Returns:
         A `keras_cosent.optimizers.AdamW` (a `TorchFusedAdamW` on the torch
@@ -45,6 +50,9 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
     if exclude_from_weight_decay is not None:
         exclude_from_weight_decay = check_name_patterns("exclude_from_weight_decay",
                                                         exclude_from_weight_decay)
+    if max_grad_norm is not None:
+        max_grad_norm = check_positive_float("max_grad_norm", max_grad_norm)
     cls = TorchFusedAdamW if keras.backend.backend() == "torch" else AdamW
     return cls(learning_rate=learning_rate, weight_decay=weight_decay, epsilon=epsilon,
-               weight_decay_exclusions=exclude_from_weight_decay)
+               weight_decay_exclusions=exclude_from_weight_decay,
+               global_clipnorm=max_grad_norm)

@@ -15,6 +15,8 @@ tokens are partly duplicated (ESimCSE).
 import collections
 import inspect
 
+import keras
+
 from keras_cosent import distributed
 from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.pair_batches import PairBatches
@@ -103,6 +105,7 @@ def build(
     queue_size=None,
     momentum=None,
     word_repetition=None,
+    max_grad_norm=None,
     **loss_options,
 ):
     """Builds the model, batches and optimizer that train `encoder` on `dataset`.
@@ -170,6 +173,13 @@ def build(
             the two views of a sentence differ in length. Refused for
             objectives of scored pairs (`"cosent"`, ...), whose second
             sentence is not a view of the first.
+        max_grad_norm: `None` (the default: no clipping), or a positive
+            float: each step's gradients are scaled together to a global L2
+            norm of at most this, as `torch.nn.utils.clip_grad_norm_` does
+            (`keras_cosent.optimizers.adamw`). sentence-transformers'
+            trainer clips at 1.0 by default; pass `1.0` to train as it does.
+            Refused with several TensorFlow devices, where Keras clips each
+            device's share of the gradients before they are summed.
         **loss_options: the objective's loss options, e.g. `scale=20.0`
             (CoSENT, AnglE), `temperature=0.05` (InfoNCE, SimCSE, NT-Xent,
             SupCon), `symmetric=True` (InfoNCE, SimCSE), `margin=0.5`
@@ -252,6 +262,7 @@ def build(
             f"`batch_size`={batch_size} does not split over {replicas} devices; use a "
             f"multiple of {replicas}."
         )
+    max_grad_norm = check_max_grad_norm(max_grad_norm, replicas)
     if mini_batch_size is not None:
         mini_batch_size = check_mini_batch_size(mini_batch_size)
         if mini_batch_size > batch_size // replicas:
@@ -330,7 +341,8 @@ def build(
     schedule = WarmupLinearDecay(
         learning_rate, total_steps, warmup_steps=warmup_steps(warmup, total_steps)
     )
-    optimizer = adamw(schedule, weight_decay, exclude_from_weight_decay=NO_WEIGHT_DECAY)
+    optimizer = adamw(schedule, weight_decay, exclude_from_weight_decay=NO_WEIGHT_DECAY,
+                      max_grad_norm=max_grad_norm)
     model.compile(optimizer=optimizer, loss=loss)
     batches = distributed.shard_batches(batches)
     return TrainingSetup(model, batches, optimizer, loss, encoder, dataset, objective)
@@ -345,10 +357,29 @@ BUILD_ARGUMENTS = tuple(
 
 
 def warmup_steps(warmup, total_steps):
-    """The warm-up steps of a `warmup` fraction of `total_steps`, rounded, and always
+    """The warm-up steps of a `warmup` fraction of `total_steps`, rounded to the
+    nearest int (halves to even, where transformers' Trainer rounds up), and always
     fewer than `total_steps` (a one-step run with `warmup` 0.6 would round to a
     rate of 0 at its only step)."""
     return max(0, min(round(warmup * total_steps), total_steps - 1))
+
+
+def check_max_grad_norm(max_grad_norm, replicas):
+    """Returns `max_grad_norm` as a float (or None), refused where the clipping would
+    not see the whole batch's gradients: under `tf.distribute` Keras clips each
+    replica's gradients before they are summed (JAX clips the global arrays, and
+    PyTorch's ranks have averaged theirs by then)."""
+    if max_grad_norm is None:
+        return None
+    max_grad_norm = check_positive_float("max_grad_norm", max_grad_norm)
+    if replicas > 1 and keras.backend.backend() == "tensorflow":
+        raise ValueError(
+            f"`max_grad_norm`={max_grad_norm!r} cannot clip on {replicas} TensorFlow "
+            "devices: Keras clips each device's gradients before tf.distribute sums "
+            "them, so the norm would not be the batch's. Clip on one device, or train "
+            "on several with JAX or PyTorch."
+        )
+    return max_grad_norm
 
 
 def check_data_format(data_format):

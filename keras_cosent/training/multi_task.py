@@ -26,6 +26,7 @@ from keras_cosent.optimizers.adamw import NO_WEIGHT_DECAY
 from keras_cosent.optimizers.adamw import adamw
 from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
 from keras_cosent.training.builder import check_data_format
+from keras_cosent.training.builder import check_max_grad_norm
 from keras_cosent.training.builder import shaped_task
 from keras_cosent.training.builder import check_training_arguments
 from keras_cosent.training.builder import warmup_steps
@@ -125,6 +126,7 @@ def build_multi(
     shuffle=True,
     packing=True,
     matryoshka_dims=None,
+    max_grad_norm=None,
 ):
     """Builds the model, batches and optimizer that train `encoder` on several datasets.
 
@@ -142,8 +144,10 @@ def build_multi(
             in a seeded random order) or `"round-robin"` (task 0, 1, ...; the
             epoch ends when the smallest task has served all its batches).
         batch_size, epochs, learning_rate, warmup, weight_decay, seed, shuffle,
-            packing, matryoshka_dims: as in `keras_cosent.training.build`, for
-            every task (`matryoshka_dims` wraps each task's loss).
+            packing, matryoshka_dims, max_grad_norm: as in
+            `keras_cosent.training.build`, for every task (`matryoshka_dims`
+            wraps each task's loss; `max_grad_norm` clips each batch's
+            gradients).
 
     A multi-dataset run trains on one device: `build_multi` inside
     `keras_cosent.distributed.data_parallel` with several devices raises.
@@ -189,6 +193,7 @@ def build_multi(
             f"A multi-dataset run trains on one device; this runs on {replicas} "
             "(`keras_cosent.distributed.data_parallel`). Call `build_multi` outside it."
         )
+    max_grad_norm = check_max_grad_norm(max_grad_norm, replicas)
     if matryoshka_dims is not None:
         matryoshka_dims = check_matryoshka_dims(
             matryoshka_dims, encoder.embedding_dim, "matryoshka_dims"
@@ -248,7 +253,8 @@ def build_multi(
     schedule = WarmupLinearDecay(
         learning_rate, total_steps, warmup_steps=warmup_steps(warmup, total_steps)
     )
-    optimizer = adamw(schedule, weight_decay, exclude_from_weight_decay=NO_WEIGHT_DECAY)
+    optimizer = adamw(schedule, weight_decay, exclude_from_weight_decay=NO_WEIGHT_DECAY,
+                      max_grad_norm=max_grad_norm)
     model = MultiTaskEncoder(encoder)
     model.compile(optimizer=optimizer, loss=loss)
     return MultiTrainingSetup(model, batches, optimizer, loss, encoder, tasks)

@@ -61,7 +61,8 @@ ESIMCSE_OPTIONS = ("queue_size", "momentum", "word_repetition")
 QUEUE_LOSSES = ("infonce", "simcse")
 # Options recorded in config.json only when set, so that runs made before they
 # existed keep their configuration (and identity).
-OPTIONAL_OPTIONS = ("distance", "margin_form", "eval_text_columns", "eval_label_column")
+OPTIONAL_OPTIONS = ("distance", "margin_form", "eval_text_columns", "eval_label_column",
+                    "max_grad_norm")
 
 _RECIPE_WIDTH = max(len(name) for name in RECIPES)
 _RECIPE_LIST = "\n".join(
@@ -233,6 +234,11 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "decays linearly to 0.")
 @click.option("--weight-decay", type=FiniteFloatRange(min=0), default=0.01, show_default=True,
               help="AdamW weight decay (not applied to biases and LayerNorm).")
+@click.option("--max-grad-norm", type=POSITIVE_FLOAT, default=None,
+              show_default="none (no clipping)",
+              help="Scale each step's gradients together to at most this global L2 norm, as "
+              "torch.nn.utils.clip_grad_norm_ does; sentence-transformers' trainer clips at "
+              "1.0 by default. Not with --devices above 1 on TensorFlow.")
 @click.option("--max-length", type=click.IntRange(min=3), default=64, show_default=True,
               help="Tokens per sentence, [CLS] and [SEP] included; longer ones are cut.")
 @click.option("--scale", type=POSITIVE_FLOAT, default=20.0, show_default=True,
@@ -375,6 +381,14 @@ def train(ctx, env, **options):
             "resumed yet: only rank 0 keeps the backup, and an interrupted one keeps none; "
             "train without --resume (with --overwrite where --output holds the run)",
             param_hint="--resume",
+        )
+    devices = options.get("devices") or 1
+    if options.get("max_grad_norm") is not None and devices > 1 and env.backend == "tensorflow":
+        raise click.BadParameter(
+            f"cannot clip on --devices {devices} under TensorFlow: Keras clips each "
+            "device's gradients before tf.distribute sums them, so the norm would not be "
+            "the batch's; clip on one device, or train on several with --backend jax or torch",
+            param_hint="--max-grad-norm",
         )
     refuse_unwritable(options["output"], "--output")
     # Before the backend loads, so that a wrong folder or split fails at once.

@@ -432,3 +432,58 @@ def test_variables_of_different_dtypes_are_updated_in_separate_kernel_calls():
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
     # float16 keeps about three decimal digits.
     np.testing.assert_allclose(got[1], want[1], rtol=2e-3, atol=2e-3)
+
+
+def clipped(grads_per_step, max_norm):
+    """torch.nn.utils.clip_grad_norm_'s rule: every gradient of a step scaled by
+    max_norm / (global L2 norm + 1e-6) when that is below 1."""
+    out = []
+    for grads in grads_per_step:
+        norm = np.sqrt(sum(np.sum(np.square(g.astype(np.float64))) for g in grads))
+        factor = min(1.0, max_norm / (norm + 1e-6))
+        out.append([g.astype(np.float64) * factor for g in grads])
+    return out
+
+
+def test_max_grad_norm_clips_as_torch_clip_grad_norm_before_adamw():
+    init, grads = make_problem()
+    # Global norms of these steps are about 6; the third step stays under the limit.
+    grads[2] = [g * 0.1 for g in grads[2]]
+    schedule = WarmupLinearDecay(0.05, total_steps=6, warmup_steps=2)
+    lrs = [float(keras.ops.convert_to_numpy(schedule(s))) for s in range(len(grads))]
+    optimizer = adamw(schedule, weight_decay=0.3, exclude_from_weight_decay=["^bias$"],
+                      max_grad_norm=1.5)
+    got = run(optimizer, init, grads)
+    want, _, _ = numpy_adamw(list(init.values()), clipped(grads, 1.5), lrs, 0.3,
+                             decayed=[True, False, True])
+    unclipped, _, _ = numpy_adamw(list(init.values()), grads, lrs, 0.3,
+                                  decayed=[True, False, True])
+    for variable, expected, other in zip(got, want, unclipped):
+        value = keras.ops.convert_to_numpy(variable)
+        np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6)
+        assert np.abs(value - other).max() > 1e-3  # the clipping changed the steps
+    # torch itself: clip_grad_norm_ then AdamW.
+    import torch
+
+    params = [torch.tensor(value, dtype=torch.float64, requires_grad=True)
+              for value in init.values()]
+    reference = torch.optim.AdamW(
+        [{"params": [p], "weight_decay": 0.3 if d else 0.0}
+         for p, d in zip(params, [True, False, True])], lr=lrs[0], eps=1e-8)
+    for step_grads, lr in zip(grads, lrs):
+        for group in reference.param_groups:
+            group["lr"] = lr
+        for p, g in zip(params, step_grads):
+            p.grad = torch.tensor(g, dtype=torch.float64)
+        torch.nn.utils.clip_grad_norm_(params, 1.5)
+        reference.step()
+    for variable, p in zip(got, params):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), p.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    assert adamw(1e-3).global_clipnorm is None
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "1"])
+def test_bad_max_grad_norm_is_named(bad):
+    with pytest.raises(ValueError, match="`max_grad_norm`"):
+        adamw(1e-3, max_grad_norm=bad)

@@ -325,3 +325,30 @@ def test_a_training_file_too_small_for_its_loss_is_a_one_line_error(cli, tiny_ch
         assert_one_line_error(result, f"{one}: 1 row(s) for objective 'cosent'")
         assert "stage 1" not in result.output
         assert not output.exists()
+
+
+@pytest.mark.parametrize("mode", [["--sampling", "proportional"], ["--staged"]])
+def test_max_grad_norm_reaches_every_stage_and_interleaved_task(cli, tiny_checkpoint, two_files,
+                                                                tmp_path, monkeypatch, mode):
+    import keras_cosent.training.builder as builder
+    import keras_cosent.training.multi_task as multi_task
+
+    norms = []
+
+    def recording(real):
+        def build(*args, **kwargs):
+            setup = real(*args, **kwargs)
+            norms.append(setup.optimizer.global_clipnorm)
+            return setup
+        return build
+
+    monkeypatch.setattr("recipes.staged_training.build", recording(builder.build))
+    # recipes.multi_dataset imports it from the package when it builds.
+    monkeypatch.setattr("keras_cosent.training.build_multi", recording(multi_task.build_multi))
+    sts, nli = two_files
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", sts, "--train", nli,
+                 "--format", "pair-tsv", "--format", "nli-jsonl", "--loss", "cosent",
+                 "--loss", "infonce", *mode, *SMALL, "--max-grad-norm", 0.25,
+                 "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert norms == ([0.25, 0.25] if "--staged" in mode else [0.25])

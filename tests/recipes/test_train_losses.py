@@ -337,3 +337,44 @@ def test_a_mini_batch_larger_than_the_batch_is_refused_before_training(
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
     assert "Traceback" not in result.output and not (tmp_path / "run").exists()
+
+
+def test_max_grad_norm_reaches_the_optimizer_and_is_recorded_and_replayed(
+        cli, tiny_checkpoint, small_train, tmp_path, monkeypatch):
+    import keras_cosent.training.builder as builder
+
+    optimizers = []
+    real_build = builder.build
+
+    def recording_build(*args, **kwargs):
+        setup = real_build(*args, **kwargs)
+        optimizers.append(setup.optimizer)
+        return setup
+
+    monkeypatch.setattr("recipes.training.build", recording_build)
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+                 "--batch-size", 8, "--max-length", 16, "--max-grad-norm", 0.5,
+                 "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert optimizers[0].global_clipnorm == 0.5
+    record = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert record["config"]["max_grad_norm"] == 0.5
+    words = shlex.split(record["command"])
+    assert words[words.index("--max-grad-norm") + 1] == "0.5"
+    # Without it nothing is recorded (the configuration of runs made before the option).
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
+                 "--batch-size", 8, "--max-length", 16, "--output", tmp_path / "plain")
+    assert result.exit_code == 0, result.output
+    assert optimizers[1].global_clipnorm is None
+    record = json.loads((tmp_path / "plain" / "config.json").read_text())
+    assert "max_grad_norm" not in record["config"]
+    assert "--max-grad-norm" not in record["command"]
+
+
+def test_max_grad_norm_is_refused_on_several_tensorflow_devices(cli, small_train, tmp_path):
+    # Checked before the backend loads: Keras would clip each device's share alone.
+    result = cli("--backend", "tensorflow", "train", "--train", small_train, "--devices", 2,
+                 "--batch-size", 8, "--max-grad-norm", 1, "--output", tmp_path / "run")
+    assert_one_line_error(result, "Invalid value for --max-grad-norm: cannot clip on "
+                          "--devices 2 under TensorFlow")
+    assert not (tmp_path / "run").exists()

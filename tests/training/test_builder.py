@@ -410,3 +410,40 @@ def test_fit_past_the_planned_epochs_warns_that_the_rate_is_zero_there(objective
     assert rates[0] > 0 and rates[1] == 0  # the schedule's end, reached as planned
     with pytest.warns(UserWarning, match="from step 4, past the 4 steps"):
         setup.model.fit(setup.batches, epochs=1, verbose=0, shuffle=False)  # a third
+
+
+def test_max_grad_norm_clips_every_training_model_and_is_saved_with_it(tmp_path):
+    # A norm far below these gradients' (CoSENT at scale 20 on random weights): every
+    # step is clipped, which moves AdamW's weights differently from the second step on.
+    runs = {}
+    for clip in (None, 1e-4):
+        setup = build(tiny_encoder(), pairs(), "cosent", batch_size=4, epochs=1,
+                      learning_rate=1e-2, shuffle=False, max_grad_norm=clip)
+        assert setup.optimizer.global_clipnorm == clip
+        setup.model.fit(setup.batches, epochs=1, verbose=0)
+        runs[clip] = setup
+    moved = [np.abs(a - b).max() for a, b in zip(runs[None].encoder.get_weights(),
+                                                 runs[1e-4].encoder.get_weights())]
+    assert max(moved) > 1e-4
+    path = str(tmp_path / "clipped.keras")
+    runs[1e-4].model.save(path)
+    assert keras.saving.load_model(path).optimizer.global_clipnorm == pytest.approx(1e-4)
+    multi = keras_cosent.training.build_multi(
+        tiny_encoder(), [(pairs(), "cosent"), (pairs(), "angle")], batch_size=4, epochs=1,
+        max_grad_norm=0.5)
+    assert multi.optimizer.global_clipnorm == 0.5
+
+
+def test_max_grad_norm_is_refused_where_tensorflow_would_clip_each_device_alone():
+    from keras_cosent.training.builder import check_max_grad_norm
+
+    assert check_max_grad_norm(None, 2) is None
+    assert check_max_grad_norm(1, 1) == 1.0
+    if keras.backend.backend() == "tensorflow":
+        with pytest.raises(ValueError, match=r"`max_grad_norm`=1\.0 cannot clip on 2 "
+                                             "TensorFlow devices"):
+            check_max_grad_norm(1.0, 2)
+    else:  # JAX clips the global arrays; PyTorch's ranks have averaged theirs
+        assert check_max_grad_norm(1.0, 2) == 1.0
+    with pytest.raises(ValueError, match="`max_grad_norm`"):
+        build(tiny_encoder(), pairs(), "cosent", batch_size=4, max_grad_norm=-1.0)
