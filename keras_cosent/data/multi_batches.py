@@ -30,7 +30,8 @@ class MultiBatches(keras.utils.PyDataset):
     serves task 0, 1, ..., k-1, 0, 1, ... and ends the epoch when the smallest
     task has served all its batches (as sentence-transformers' round-robin
     sampler does): the larger tasks serve the first batches of their own
-    shuffled epoch, a different part of their rows every epoch.
+    shuffled epoch, a different part of their rows every epoch (the same
+    first batches every epoch where the tasks' `PairBatches` do not shuffle).
 
     Each item is `(x, y)`: `x` is the task's batch as its `PairBatches` gives
     it (token arrays of shape `(batch, columns, ...)`; the task's own column

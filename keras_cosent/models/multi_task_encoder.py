@@ -2,9 +2,11 @@
 
 With a `keras_cosent.losses.MultiTaskLoss`, every batch belongs to one task;
 `MultiTaskEncoder` keeps one running mean per task (`loss_<task>`, over that
-task's batches only) next to Keras' `loss`, the mean over all batches.
+task's batches only) next to Keras' `loss`, the mean over all batches; both
+weigh each batch by its rows.
 """
 
+import keras
 from keras import ops
 
 from keras_cosent import distributed
@@ -56,8 +58,13 @@ class MultiTaskEncoder(SiameseEncoder):
                 distributed.gather_global(y), distributed.gather_global(y_pred),
                 sample_weight=weight))
             task = self.loss.task_index(y)
+            # Keras averages `loss` over batches weighted by their rows (the first
+            # input's); so is each task's, or a smaller last batch weighed more in
+            # `loss_<task>` than in `loss`. Weight 0 on the other tasks' batches:
+            # each mean is over its own.
+            rows = ops.cast(ops.shape(next(i for i in keras.tree.flatten(x) if i is not None))[0],
+                            "float32")
             for index, tracker in enumerate(trackers):
-                # Weight 0 on the other tasks' batches: each mean is over its own.
-                tracker.update_state(value, sample_weight=ops.cast(ops.equal(task, index),
-                                                                   "float32"))
+                tracker.update_state(value, sample_weight=rows * ops.cast(
+                    ops.equal(task, index), "float32"))
         return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)

@@ -11,6 +11,7 @@ in proportion to their sizes. The model is a `MultiTaskEncoder` compiled with a
 
 import collections
 import dataclasses
+import warnings
 from typing import Optional
 
 from keras_cosent import distributed
@@ -96,19 +97,27 @@ def _as_task(spec, position):
     )
 
 
-def task_names(objective_names):
-    """Distinct log names: each objective's name, with `_2`, `_3`... for repeats.
+def task_names(objective_names, taken=()):
+    """Distinct log names: each objective's name, with `_2`, `_3`... for repeats,
+    skipping the names in `taken` (those the caller gave other tasks).
 
     Example:
 
     >>> from keras_cosent.training.multi_task import task_names
     >>> task_names(["cosent", "infonce", "cosent"])
     ['cosent', 'infonce', 'cosent_2']
+    >>> task_names(["cosent", "cosent"], taken=["cosent_2"])
+    ['cosent', 'cosent_3']
     """
-    seen, names = collections.Counter(), []
+    seen, names, taken = collections.Counter(), [], set(taken)
     for name in objective_names:
         seen[name] += 1
-        names.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+        candidate = name if seen[name] == 1 else f"{name}_{seen[name]}"
+        while candidate in taken:
+            seen[name] += 1
+            candidate = f"{name}_{seen[name]}"
+        taken.add(candidate)
+        names.append(candidate)
     return names
 
 
@@ -142,7 +151,10 @@ def build_multi(
             tuples.
         sampling: `"proportional"` (every batch of every task once per epoch,
             in a seeded random order) or `"round-robin"` (task 0, 1, ...; the
-            epoch ends when the smallest task has served all its batches).
+            epoch ends when the smallest task has served all its batches; the
+            larger tasks' rows are reshuffled every epoch, so with
+            `shuffle=False` they serve the same first batches each time,
+            which warns).
         batch_size, epochs, learning_rate, warmup, weight_decay, seed, shuffle,
             packing, matryoshka_dims, max_grad_norm: as in
             `keras_cosent.training.build`, for every task (`matryoshka_dims`
@@ -204,8 +216,19 @@ def build_multi(
                                      f"task {index}'s loss_options")
     # A joint objective's name is its spec ("infonce:1,cosent:0.5"), which no
     # log key can hold.
-    names = task_names(["joint" if isinstance(o, JointObjective) else o.name
-                        for o in objectives])
+    given = {}
+    for index, task in enumerate(tasks):
+        if task.name is not None and task.name in given:
+            raise ValueError(
+                f"tasks {given[task.name]} and {index} are both named {task.name!r}: each "
+                "task logs its loss as loss_<name>; give them distinct names"
+            )
+        if task.name is not None:
+            given[task.name] = index
+    unnamed = [index for index, task in enumerate(tasks) if task.name is None]
+    names = dict(zip(unnamed, task_names(
+        ["joint" if isinstance(objectives[i], JointObjective) else objectives[i].name
+         for i in unnamed], taken=given)))
     packing = bool(packing) and supports_packing(encoder.backbone)
     losses, columns, task_batches = [], [], []
     for index, (task, objective) in enumerate(zip(tasks, objectives)):
@@ -249,6 +272,17 @@ def build_multi(
         ))
     loss = MultiTaskLoss(losses, [task.name for task in tasks], columns)
     batches = MultiBatches(task_batches, sampling=sampling, seed=seed)
+    counts = [len(task_batch) for task_batch in task_batches]
+    if sampling == "round-robin" and not shuffle and max(counts) > min(counts):
+        # Each epoch serves the larger tasks' first batches, in file order: the
+        # same ones every epoch, and the rest never.
+        cut = ", ".join(f"task {index} ({tasks[index].name}) its first {min(counts)} of "
+                        f"{count} batches" for index, count in enumerate(counts)
+                        if count > min(counts))
+        warnings.warn(
+            f"`sampling`='round-robin' with `shuffle`=False trains, every epoch, {cut}: "
+            "the same rows each time and the others never. Shuffle, or use "
+            "'proportional' sampling.", stacklevel=2)
     total_steps = len(batches) * int(epochs)
     schedule = WarmupLinearDecay(
         learning_rate, total_steps, warmup_steps=warmup_steps(warmup, total_steps)

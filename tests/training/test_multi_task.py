@@ -40,26 +40,39 @@ def test_each_batch_gets_its_own_datasets_loss(sampling, packing):
         packing=packing,
     )
     expected = {"cosent": [], "nli": []}
+    rows = {"cosent": [], "nli": []}
     for i in range(len(setup.batches)):
         x, y = setup.batches[i]
         embeddings = np.asarray(keras.ops.convert_to_numpy(setup.model(x)), "float64")
-        if int(y[0, 1]) == 0:
+        task = "cosent" if int(y[0, 1]) == 0 else "nli"
+        if task == "cosent":
             assert embeddings.shape[1] == 2
             expected["cosent"].append(
                 reference_cosent(y[:, 0], reference_cosines(embeddings), 20.0))
         else:
             assert embeddings.shape[1] == 3
             expected["nli"].append(reference_triplet(embeddings, 0.5, "cosine"))
+        rows[task].append(len(keras.tree.flatten(x)[0]))
     # Epoch 0's plan, whose batches `expected` lists (the model's fit serves it).
     history = setup.model.fit(setup.batches, epochs=1, shuffle=False, verbose=0).history
     counts = setup.batches.batches_per_task
     assert counts == ([4, 2] if sampling == "proportional" else [2, 2])
     assert [len(expected["cosent"]), len(expected["nli"])] == counts
-    np.testing.assert_allclose(history["loss_cosent"][0], np.mean(expected["cosent"]), rtol=1e-4)
-    np.testing.assert_allclose(history["loss_nli"][0], np.mean(expected["nli"]), rtol=1e-4)
-    if not packing:
-        everything = expected["cosent"] + expected["nli"]
-        np.testing.assert_allclose(history["loss"][0], np.mean(everything), rtol=1e-4)
+    # Each task's mean weighs its batches as Keras' `loss` weighs all of them.
+    for task, name in (("cosent", "loss_cosent"), ("nli", "loss_nli")):
+        np.testing.assert_allclose(history[name][0],
+                                   np.average(expected[task], weights=rows[task]), rtol=1e-4)
+    np.testing.assert_allclose(
+        history["loss"][0], np.average(expected["cosent"] + expected["nli"],
+                                       weights=rows["cosent"] + rows["nli"]), rtol=1e-4)
+
+
+def test_one_task_logs_the_loss_keras_logs_with_a_smaller_last_batch():
+    # 8 pairs in batches of 3: 3, 3 and 2 rows, which Keras' `loss` weighs by rows.
+    setup = build_multi(tiny_encoder(), [(pairs(), "cosent")], batch_size=3, epochs=1,
+                        learning_rate=1e-12, warmup=0.0, packing=False)
+    history = setup.model.fit(setup.batches, epochs=1, shuffle=False, verbose=0).history
+    np.testing.assert_allclose(history["loss_cosent"][0], history["loss"][0], rtol=1e-6)
 
 
 def test_one_schedule_spans_every_step():
@@ -117,3 +130,27 @@ def test_a_joint_objective_is_a_task_named_joint():
 def test_bad_sampling_is_named():
     with pytest.raises(ValueError, match="`sampling` should be one of"):
         build_multi(tiny_encoder(), [(pairs(), "cosent")], sampling="random")
+
+
+def test_given_task_names_are_kept_apart_from_the_automatic_ones():
+    # A task named as an automatic name would be: the unnamed one steps past it.
+    setup = build_multi(tiny_encoder(), [Task(pairs(), "cosent", name="cosent_2"),
+                                         (pairs(), "cosent"), (pairs(), "cosent")],
+                        batch_size=4, epochs=1)
+    assert [task.name for task in setup.tasks] == ["cosent_2", "cosent", "cosent_3"]
+    with pytest.raises(ValueError, match="tasks 0 and 2 are both named 'sts'"):
+        build_multi(tiny_encoder(), [Task(pairs(), "cosent", name="sts"), (pairs(), "cosent"),
+                                     Task(pairs(), "angle", name="sts")],
+                    batch_size=4, epochs=1)
+
+
+def test_round_robin_without_shuffling_warns_that_rows_are_never_trained():
+    # 8 pairs (4 batches of 2) beside 4 triplets (2 batches): pairs' batches 3 and 4
+    # would never be served.
+    with pytest.warns(UserWarning, match=r"task 0 \(cosent\) its first 2 of 4 batches"):
+        build_multi(tiny_encoder(), [(pairs(), "cosent"), (triplets(), "triplet")],
+                    sampling="round-robin", shuffle=False, batch_size=2, epochs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build_multi(tiny_encoder(), [(pairs(), "cosent"), (triplets(), "triplet")],
+                    sampling="round-robin", batch_size=2, epochs=1)
