@@ -49,12 +49,18 @@ def no_dropout(encoder):
     return encoder
 
 
-def keras_run(minilm_path, optimizer=None):
+# Graded scores for the CoSENT runs: its gradients on these batches have norms far
+# above 1, where sentence-transformers' trainer clips (max_grad_norm=1.0).
+SCORES = np.array([5.0, 0.5, 4.0, 1.0, 3.5, 2.0, 0.0, 4.5, 3.0, 1.5, 2.5, 5.0], "float32")
+
+
+def keras_run(minilm_path, optimizer=None, objective="infonce", max_grad_norm=None):
     encoder = no_dropout(SentenceEncoder.from_checkpoint(minilm_path, max_length=MAX_LENGTH))
-    data = PairDataset([[a for a, _ in PAIRS], [b for _, b in PAIRS]],
-                       np.full(len(PAIRS), 5.0, "float32"), "pairs")
-    setup = build(encoder, data, "infonce", batch_size=BATCH, epochs=EPOCHS,
-                  learning_rate=LR, warmup=0.1, weight_decay=0.01, seed=SEED)
+    scores = np.full(len(PAIRS), 5.0, "float32") if objective == "infonce" else SCORES
+    data = PairDataset([[a for a, _ in PAIRS], [b for _, b in PAIRS]], scores, "pairs")
+    setup = build(encoder, data, objective, batch_size=BATCH, epochs=EPOCHS,
+                  learning_rate=LR, warmup=0.1, weight_decay=0.01, seed=SEED,
+                  max_grad_norm=max_grad_norm)
     if optimizer is not None:
         total = len(setup.batches) * EPOCHS
         schedule = WarmupLinearDecay(LR, total, warmup_steps=round(0.1 * total))
@@ -70,16 +76,20 @@ def keras_run(minilm_path, optimizer=None):
     return plan, losses, held_out / np.linalg.norm(held_out, axis=1, keepdims=True)
 
 
-def peer_run(minilm_path, plan):
+def peer_run(minilm_path, plan, objective="infonce", max_grad_norm=None):
     import sentence_transformers as st
     import torch
+    from sentence_transformers.sentence_transformer.losses import CoSENTLoss
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from transformers import get_linear_schedule_with_warmup
 
     model = st.SentenceTransformer(str(minilm_path), device="cpu")
     model.max_seq_length = MAX_LENGTH
     model.eval()  # dropout off; gradients still flow
-    loss_fn = MultipleNegativesRankingLoss(model, scale=20.0)
+    if objective == "infonce":
+        loss_fn, labels = MultipleNegativesRankingLoss(model, scale=20.0), None
+    else:
+        loss_fn, labels = CoSENTLoss(model, scale=20.0), torch.tensor(SCORES)
     named = list(model.named_parameters())
     no_decay = [p for n, p in named if n.endswith("bias") or "LayerNorm" in n]
     decay = [p for n, p in named if not (n.endswith("bias") or "LayerNorm" in n)]
@@ -89,8 +99,10 @@ def peer_run(minilm_path, plan):
     losses = []
     for rows in plan:
         features = [model.preprocess([PAIRS[i][c] for i in rows]) for c in (0, 1)]
-        loss = loss_fn(features, torch.zeros(len(rows)))
+        loss = loss_fn(features, torch.zeros(len(rows)) if labels is None else labels[rows])
         loss.backward()
+        if max_grad_norm is not None:  # where the trainer clips: after backward, before step
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
@@ -122,3 +134,22 @@ def test_infonce_steps_match_sentence_transformers(minilm_path):
 
     _, _, keras_rule = keras_run(minilm_path, optimizer=keras_adamw)
     assert np.abs(keras_rule - peer_held_out).max() > 10 * gap
+
+
+@pytest.mark.heavy
+def test_clipped_cosent_steps_match_sentence_transformers_trainer_default(minilm_path):
+    # max_grad_norm=1.0, as sentence-transformers' trainer clips by default.
+    plan, losses, held_out = keras_run(minilm_path, objective="cosent", max_grad_norm=1.0)
+    peer_losses, peer_held_out = peer_run(minilm_path, plan, objective="cosent",
+                                          max_grad_norm=1.0)
+    np.testing.assert_allclose(losses, peer_losses, rtol=2e-3, atol=1e-5)
+    zero_shot = np.asarray(SentenceEncoder.from_checkpoint(minilm_path, max_length=MAX_LENGTH)
+                           .encode(HELD_OUT))
+    zero_shot /= np.linalg.norm(zero_shot, axis=1, keepdims=True)
+    moved = np.abs(peer_held_out - zero_shot).max()
+    gap = np.abs(held_out - peer_held_out).max()
+    assert moved > 1e-4
+    assert gap < 0.02 * moved
+    # Control: the same run unclipped ends measurably apart from the clipped peer.
+    _, _, unclipped = keras_run(minilm_path, objective="cosent")
+    assert np.abs(unclipped - peer_held_out).max() > 10 * gap
