@@ -142,7 +142,8 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieva
     each boundary. The epochs at whose end the collapse guard fired
     (`collapse_guard` = 1 in the rows) get a dashed red line on every panel: the
     point drawn there is the collapsed score, and the next epoch starts from the
-    restored weights.
+    restored weights. The epoch `--keep-best` saved (`kept` true in the rows) is
+    ringed on every dev panel.
     """
     import matplotlib
 
@@ -177,6 +178,11 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieva
         axis.plot(dev_epochs, dev_values, marker="o", color=color)
         axis.set(title=title, xlabel="epoch (0: before training)", ylabel=title.split()[0])
         axis.set_xticks(dev_epochs)
+        kept = [(epoch, value) for epoch, value, row in zip(epochs, values, rows)
+                if row.get("kept") and value is not None]
+        if kept:
+            axis.plot(*zip(*kept), linestyle="none", marker="o", markersize=13,
+                      markerfacecolor="none", markeredgecolor="black", label="kept")
     fired = [row["epoch"] for row in rows if row.get(GUARD_COLUMN)]
     for index, epoch in enumerate(fired):
         for axis in axes:
@@ -186,7 +192,7 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieva
         for axis in axes:
             axis.axvline(epoch - 0.5, color="tab:gray", linestyle=":",
                          label="next stage" if index == 0 else None)
-    if fired or stage_starts:
+    if fired or stage_starts or any(row.get("kept") for row in rows) and curves:
         axes[-1].legend(loc="best", fontsize="small")
     for axis in axes:
         axis.grid(alpha=0.3)

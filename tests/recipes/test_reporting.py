@@ -105,3 +105,29 @@ def test_plot_has_one_panel_per_dev_curve(tmp_path):
     # A key with no values adds no empty panel.
     plot_training(tmp_path / "missing.png", rows, "dev_spearman", retrieval_key="ir_dev_mrr@10")
     assert matplotlib.image.imread(tmp_path / "missing.png").shape[1] == widths["sts"]
+
+
+def test_the_kept_epoch_is_ringed_on_every_dev_panel(tmp_path, monkeypatch):
+    # --keep-best saved epoch 2, not the last: the plot says which point the encoder is.
+    from matplotlib import pyplot
+
+    figures = []
+    monkeypatch.setattr(pyplot, "close", figures.append)
+    rows = history_rows({"loss": [2.0, 1.5, 1.2], "dev_spearman": [70.0, 80.0, 78.0],
+                         "ir_dev_ndcg@10": [40.0, 45.0, 44.0]})
+    for row in rows:
+        row["kept"] = row["epoch"] == 2
+    plot_training(tmp_path / "kept.png", rows, "dev_spearman", initial_spearman=60.0,
+                  retrieval_key="ir_dev_ndcg@10", initial_retrieval=30.0)
+    plot_training(tmp_path / "plain.png", [{k: v for k, v in row.items() if k != "kept"}
+                                           for row in rows], "dev_spearman")
+
+    def rings(axis):
+        return [(list(line.get_xdata()), list(line.get_ydata()))
+                for line in axis.get_lines() if line.get_label() == "kept"]
+
+    kept, plain = figures
+    assert rings(kept.axes[0]) == []  # the loss panel
+    assert rings(kept.axes[1]) == [([2], [80.0])]
+    assert rings(kept.axes[2]) == [([2], [45.0])]
+    assert all(rings(axis) == [] for axis in plain.axes)
