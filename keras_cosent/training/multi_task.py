@@ -15,6 +15,7 @@ import warnings
 from typing import Optional
 
 from keras_cosent import distributed
+from keras_cosent.data.data_format_error import DataFormatError
 from keras_cosent.data.multi_batches import SAMPLINGS
 from keras_cosent.data.multi_batches import MultiBatches
 from keras_cosent.data.pair_batches import PairBatches
@@ -230,6 +231,7 @@ def build_multi(
         ["joint" if isinstance(objectives[i], JointObjective) else objectives[i].name
          for i in unnamed], taken=given)))
     packing = bool(packing) and supports_packing(encoder.backbone)
+    sources = collections.Counter(getattr(task.dataset, "source", None) for task in tasks)
     losses, columns, task_batches = [], [], []
     for index, (task, objective) in enumerate(zip(tasks, objectives)):
         if not isinstance(task.dataset, PairDataset):
@@ -251,8 +253,15 @@ def build_multi(
         if task.name is None:
             task.name = names[index]
         check_data_format(task.data_format)
-        task.dataset, loss = shaped_task(objective, task.dataset, task.data_format, batch_size,
-                                         dict(task.loss_options or {}))
+        try:
+            task.dataset, loss = shaped_task(objective, task.dataset, task.data_format,
+                                             batch_size, dict(task.loss_options or {}))
+        except DataFormatError as error:
+            if sources[task.dataset.source] < 2:
+                raise
+            # The source alone does not say which of the tasks reading it failed.
+            raise DataFormatError(error.path, error.line,
+                                  f"task {index}: {error.reason}") from None
         if matryoshka_dims is not None:
             loss = MatryoshkaLoss(loss, dims=matryoshka_dims)
         losses.append(loss)

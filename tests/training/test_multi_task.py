@@ -154,3 +154,18 @@ def test_round_robin_without_shuffling_warns_that_rows_are_never_trained():
         warnings.simplefilter("error")
         build_multi(tiny_encoder(), [(pairs(), "cosent"), (triplets(), "triplet")],
                     sampling="round-robin", batch_size=2, epochs=1)
+
+
+def test_a_data_error_names_the_task_where_tasks_share_a_source():
+    from keras_cosent.data import DataFormatError
+
+    no_labels = PairDataset([FIRST[:4], SECOND[:4]], None, source="inline")
+    with pytest.raises(DataFormatError, match=r"^inline: task 1: objective 'cosent' needs 2 "
+                                              "text columns and a label"):
+        build_multi(tiny_encoder(), [(pairs(), "cosent"), (no_labels, "cosent")],
+                    batch_size=2, epochs=1)
+    # A source of its own names the task already: the message is the reader's.
+    alone = PairDataset([FIRST[:4], SECOND[:4]], None, source="unscored.tsv")
+    with pytest.raises(DataFormatError, match=r"^unscored.tsv: objective 'cosent' needs"):
+        build_multi(tiny_encoder(), [(pairs(), "cosent"), (alone, "cosent")],
+                    batch_size=2, epochs=1)
