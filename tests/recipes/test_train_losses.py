@@ -287,25 +287,30 @@ def test_a_bad_joint_loss_is_one_line_naming_the_term(cli, small_train, tmp_path
     assert_one_line_error(result, "'zero'")
 
 
-def test_mini_batch_size_trains_cached_batches_recorded_and_replayed(
-        cli, tiny_checkpoint, small_train, tmp_path, monkeypatch):
+@pytest.fixture
+def built(monkeypatch):
+    """The set-ups `train` builds, in order."""
     import keras_cosent.training.builder as builder
 
-    models = []
+    setups = []
     real_build = builder.build
 
     def recording_build(*args, **kwargs):
-        setup = real_build(*args, **kwargs)
-        models.append(setup.model)
-        return setup
+        setups.append(real_build(*args, **kwargs))
+        return setups[-1]
 
     monkeypatch.setattr("recipes.training.build", recording_build)
+    return setups
+
+
+def test_mini_batch_size_trains_cached_batches_recorded_and_replayed(
+        cli, tiny_checkpoint, small_train, tmp_path, built):
     result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
                  "--loss", "infonce", "--batch-size", 8, "--max-length", 16,
                  "--mini-batch-size", 3, "--output", tmp_path / "run")
     assert result.exit_code == 0, result.output
-    assert type(models[0]).__name__ == "CachedSiameseEncoder"
-    assert models[0].mini_batch_size == 3
+    assert type(built[0].model).__name__ == "CachedSiameseEncoder"
+    assert built[0].model.mini_batch_size == 3
     record = json.loads((tmp_path / "run" / "config.json").read_text())
     assert record["config"]["mini_batch_size"] == 3
     words = shlex.split(record["command"])
@@ -340,23 +345,12 @@ def test_a_mini_batch_larger_than_the_batch_is_refused_before_training(
 
 
 def test_max_grad_norm_reaches_the_optimizer_and_is_recorded_and_replayed(
-        cli, tiny_checkpoint, small_train, tmp_path, monkeypatch):
-    import keras_cosent.training.builder as builder
-
-    optimizers = []
-    real_build = builder.build
-
-    def recording_build(*args, **kwargs):
-        setup = real_build(*args, **kwargs)
-        optimizers.append(setup.optimizer)
-        return setup
-
-    monkeypatch.setattr("recipes.training.build", recording_build)
+        cli, tiny_checkpoint, small_train, tmp_path, built):
     result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
                  "--batch-size", 8, "--max-length", 16, "--max-grad-norm", 0.5,
                  "--output", tmp_path / "run")
     assert result.exit_code == 0, result.output
-    assert optimizers[0].global_clipnorm == 0.5
+    assert built[0].optimizer.global_clipnorm == 0.5
     record = json.loads((tmp_path / "run" / "config.json").read_text())
     assert record["config"]["max_grad_norm"] == 0.5
     words = shlex.split(record["command"])
@@ -365,7 +359,7 @@ def test_max_grad_norm_reaches_the_optimizer_and_is_recorded_and_replayed(
     result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train, "--epochs", 1,
                  "--batch-size", 8, "--max-length", 16, "--output", tmp_path / "plain")
     assert result.exit_code == 0, result.output
-    assert optimizers[1].global_clipnorm is None
+    assert built[1].optimizer.global_clipnorm is None
     record = json.loads((tmp_path / "plain" / "config.json").read_text())
     assert "max_grad_norm" not in record["config"]
     assert "--max-grad-norm" not in record["command"]

@@ -110,14 +110,16 @@ def peer_run(minilm_path, plan, objective="infonce", max_grad_norm=None):
     return losses, model.encode(HELD_OUT, normalize_embeddings=True, convert_to_numpy=True)
 
 
-@pytest.mark.heavy
-def test_infonce_steps_match_sentence_transformers(minilm_path):
-    plan, losses, held_out = keras_run(minilm_path)
+def assert_same_steps(minilm_path, objective="infonce", max_grad_norm=None, atol=1e-6):
+    """Trains both sides on the same plan; returns the peer's held-out embeddings and
+    the gap between the two sides' (asserted small against how far the steps moved)."""
+    plan, losses, held_out = keras_run(minilm_path, objective=objective,
+                                       max_grad_norm=max_grad_norm)
     assert len(plan) == STEPS_PER_EPOCH * EPOCHS
-    peer_losses, peer_held_out = peer_run(minilm_path, plan)
+    peer_losses, peer_held_out = peer_run(minilm_path, plan, objective=objective,
+                                          max_grad_norm=max_grad_norm)
     # train_on_batch resets the loss tracker: each value is that step's loss.
-    np.testing.assert_allclose(losses, peer_losses, rtol=2e-3, atol=1e-6)
-
+    np.testing.assert_allclose(losses, peer_losses, rtol=2e-3, atol=atol)
     zero_shot = np.asarray(SentenceEncoder.from_checkpoint(minilm_path, max_length=MAX_LENGTH)
                            .encode(HELD_OUT))
     zero_shot /= np.linalg.norm(zero_shot, axis=1, keepdims=True)
@@ -125,6 +127,12 @@ def test_infonce_steps_match_sentence_transformers(minilm_path):
     gap = np.abs(held_out - peer_held_out).max()
     assert moved > 1e-4  # the steps did move the model
     assert gap < 0.02 * moved
+    return peer_held_out, gap
+
+
+@pytest.mark.heavy
+def test_infonce_steps_match_sentence_transformers(minilm_path):
+    peer_held_out, gap = assert_same_steps(minilm_path)
 
     # Control: Keras' own AdamW on the same schedule and batches ends measurably apart.
     def keras_adamw(schedule):
@@ -139,17 +147,7 @@ def test_infonce_steps_match_sentence_transformers(minilm_path):
 @pytest.mark.heavy
 def test_clipped_cosent_steps_match_sentence_transformers_trainer_default(minilm_path):
     # max_grad_norm=1.0, as sentence-transformers' trainer clips by default.
-    plan, losses, held_out = keras_run(minilm_path, objective="cosent", max_grad_norm=1.0)
-    peer_losses, peer_held_out = peer_run(minilm_path, plan, objective="cosent",
-                                          max_grad_norm=1.0)
-    np.testing.assert_allclose(losses, peer_losses, rtol=2e-3, atol=1e-5)
-    zero_shot = np.asarray(SentenceEncoder.from_checkpoint(minilm_path, max_length=MAX_LENGTH)
-                           .encode(HELD_OUT))
-    zero_shot /= np.linalg.norm(zero_shot, axis=1, keepdims=True)
-    moved = np.abs(peer_held_out - zero_shot).max()
-    gap = np.abs(held_out - peer_held_out).max()
-    assert moved > 1e-4
-    assert gap < 0.02 * moved
+    peer_held_out, gap = assert_same_steps(minilm_path, "cosent", max_grad_norm=1.0, atol=1e-5)
     # Control: the same run unclipped ends measurably apart from the clipped peer.
     _, _, unclipped = keras_run(minilm_path, objective="cosent")
     assert np.abs(unclipped - peer_held_out).max() > 10 * gap
