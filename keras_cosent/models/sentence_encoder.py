@@ -467,7 +467,15 @@ class SentenceEncoder(keras.Model):
         if exact_gelu is None:
             exact_gelu = checkpoint_gelu
         with checkpoints.readable_checkpoint(preset) as readable:
-            backbone = keras_hub.models.Backbone.from_preset(readable, dtype=dtype)
+            try:
+                backbone = keras_hub.models.Backbone.from_preset(readable, dtype=dtype)
+            except KeyError as error:
+                if hf_config is None or error.args[0] in hf_config:
+                    raise
+                # keras-hub's converter reads the keys it needs with [].
+                raise ValueError(f"{os.path.join(preset, 'config.json')}: no {error.args[0]!r}, "
+                                 f"which keras-hub needs to build the "
+                                 f"{hf_config.get('model_type')!r} backbone") from None
             tokenizer_cls = keras_hub.models.Tokenizer
             if checkpoints.uses_hf_bert_tokenizer(hf_config, preset):
                 from keras_cosent.models.hf_bert_tokenizer import HFBertTokenizer

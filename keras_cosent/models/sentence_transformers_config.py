@@ -15,8 +15,9 @@ sentence-transformers does, and refuses stacks it cannot reproduce with a
 (cosine similarities are the same).
 """
 
-import json
 import os
+
+from keras_cosent.models.checkpoints import load_json_file
 
 _TRANSFORMER = "sentence_transformers.models.Transformer"
 _POOLING = "sentence_transformers.models.Pooling"
@@ -39,12 +40,6 @@ def _short_type(module_type):
     return str(module_type).rsplit(".", 1)[-1]
 
 
-def _load_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from error
 
 
 def pooling_from_config(config, path="1_Pooling/config.json"):
@@ -96,7 +91,7 @@ def _tokenizer_max_length(module_dir):
     path = os.path.join(module_dir, "tokenizer_config.json")
     if not os.path.isfile(path):
         return None
-    value = _load_json(path).get("model_max_length")
+    value = load_json_file(path).get("model_max_length")
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1_000_000:
         return None
     return value
@@ -139,7 +134,7 @@ def read_sentence_transformers_config(folder):
     modules_path = os.path.join(folder, "modules.json")
     if not os.path.isdir(folder) or not os.path.isfile(modules_path):
         return None
-    modules = _load_json(modules_path)
+    modules = load_json_file(modules_path, None)
     if not isinstance(modules, list):
         raise ValueError(f"{modules_path}: expected a JSON list of modules, got "
                          f"{type(modules).__name__}")
@@ -165,7 +160,7 @@ def read_sentence_transformers_config(folder):
             result["transformer_dir"] = os.path.normpath(module_dir)
             bert_config = os.path.join(module_dir, "sentence_bert_config.json")
             if os.path.isfile(bert_config):
-                config = _load_json(bert_config)
+                config = load_json_file(bert_config)
                 if config.get("max_seq_length") is not None:
                     result["max_length"] = int(config["max_seq_length"])
                 if config.get("do_lower_case") is not None:
@@ -177,7 +172,7 @@ def read_sentence_transformers_config(folder):
             pooling_path = os.path.join(module_dir, "config.json")
             if not os.path.isfile(pooling_path):
                 raise ValueError(f"{modules_path}: {where} has no {pooling_path}")
-            result["pooling"] = pooling_from_config(_load_json(pooling_path), pooling_path)
+            result["pooling"] = pooling_from_config(load_json_file(pooling_path), pooling_path)
         else:
             result["normalize"] = True
     return result

@@ -42,3 +42,59 @@ def test_added_tokens_inside_the_vocabulary_are_read(tmp_path):
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(_wordpiece({"[PAD]": 0, "a": 1}, added=[(0, "[PAD]")])))
     assert vocabulary_from_tokenizer_json(str(path)) == ["[PAD]", "a"]
+
+
+@pytest.mark.parametrize("name, text, match", [
+    ("config.json", "{not json", r"config\.json: line 1: not valid JSON"),
+    ("tokenizer_config.json", "[1, 2]", r"tokenizer_config\.json: expected a JSON object, "
+                                        r"found \[1, 2\]"),
+    ("1_Pooling/config.json", "[]", r"1_Pooling/config\.json: expected a JSON object"),
+])
+def test_a_malformed_json_file_of_a_checkpoint_is_named(tmp_path, minilm_path, name, text,
+                                                        match):
+    import shutil
+
+    from keras_cosent.models import SentenceEncoder
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(minilm_path, folder, ignore=shutil.ignore_patterns("model.safetensors"))
+    (folder / "model.safetensors").symlink_to(minilm_path / "model.safetensors")
+    (folder / name).write_text(text)
+    with pytest.raises(ValueError, match=match):
+        SentenceEncoder.from_checkpoint(str(folder))
+
+
+def test_unreadable_pytorch_weights_are_named_and_leave_no_temporary_folder(
+        tmp_path, monkeypatch):
+    import glob
+    import tempfile
+
+    from keras_cosent.models import SentenceEncoder
+    from tests.models.conftest import write_tiny_hf_checkpoint
+
+    folder = tmp_path / "ckpt"
+    write_tiny_hf_checkpoint(folder, weights="bin")
+    (folder / "pytorch_model.bin").write_bytes(b"not a torch file")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    with pytest.raises(ValueError, match=r"pytorch_model\.bin: cannot be read as PyTorch "
+                                         "weights"):
+        SentenceEncoder.from_checkpoint(str(folder))
+    assert glob.glob(str(scratch / "keras_cosent_checkpoint_*")) == []
+
+
+def test_a_config_key_the_converter_needs_is_named_with_its_file(tmp_path, minilm_path):
+    import shutil
+
+    from keras_cosent.models import SentenceEncoder
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(minilm_path, folder, ignore=shutil.ignore_patterns("model.safetensors"))
+    (folder / "model.safetensors").symlink_to(minilm_path / "model.safetensors")
+    config = json.loads((folder / "config.json").read_text())
+    del config["hidden_size"]
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"config\.json: no 'hidden_size', which keras-hub "
+                                         "needs to build the 'bert' backbone"):
+        SentenceEncoder.from_checkpoint(str(folder))
