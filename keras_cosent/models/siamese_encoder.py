@@ -173,6 +173,16 @@ class SiameseEncoder(keras.Model):
                 f"SiameseEncoder expects `{key}` of shape {layout}; "
                 f"received shape {tuple(inputs[key].shape)}."
             )
+        for name in folded:
+            # Each folded input must lay its rows out as `key` does; a mismatch failed
+            # deep inside the backbone (Softmax, a reshape), naming no input.
+            shape, expected = tuple(inputs[name].shape), tuple(inputs[key].shape)
+            if len(shape) != 3 or any(a is not None and b is not None and a != b
+                                      for a, b in zip(shape, expected)):
+                raise ValueError(
+                    f"SiameseEncoder expects `{name}` of the shape of `{key}`, {layout}: "
+                    f"{expected}; received shape {shape}."
+                )
         columns = inputs[key].shape[1]
         if columns is None:
             columns = ops.shape(inputs[key])[1]

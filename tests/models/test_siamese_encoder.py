@@ -54,6 +54,18 @@ def test_rejects_flat_inputs(tiny_encoder):
         SiameseEncoder(encoder)(encoder.preprocess(["a cat"]))
 
 
+@pytest.mark.parametrize("name, cut", [("padding_mask", (slice(None), slice(0, 1))),
+                                       ("segment_ids", (slice(None), slice(None), slice(0, -1)))])
+def test_inputs_shaped_unlike_the_token_ids_are_named(tiny_encoder, name, cut):
+    # A mask with one column too few, or ids one position short, failed deep inside
+    # the backbone (Softmax, a reshape), naming no input.
+    x = _batch(tiny_encoder, [row[:2] for row in PAIRS])
+    x[name] = x[name][cut]
+    with pytest.raises(ValueError, match=rf"`{name}` of the shape of `token_ids`, "
+                                         rf"\(batch, columns, seq\): \({len(PAIRS)}, 2, "):
+        SiameseEncoder(tiny_encoder)(x)
+
+
 def test_save_and_load(tmp_path, tiny_encoder):
     encoder = tiny_encoder
     model = SiameseEncoder(encoder)
