@@ -30,6 +30,8 @@ def adamw(learning_rate, weight_decay=0.01, exclude_from_weight_decay=NO_WEIGHT_
             L2 norm is at most this (Keras' `global_clipnorm`, which
             `torch.nn.utils.clip_grad_norm_` computes too; transformers'
             Trainer, and so sentence-transformers, clip at 1.0 by default).
+            Under `tf.distribute` with several devices Keras clips each
+            device's gradients before they are summed: `build` refuses that.
 
     Returns:
         A `keras_cosent.optimizers.AdamW` (a `TorchFusedAdamW` on the torch
