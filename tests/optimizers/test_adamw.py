@@ -492,22 +492,24 @@ def test_bad_max_grad_norm_is_named(bad):
 def test_max_grad_norm_takes_the_norm_of_an_embedding_rows_summed_gradient():
     # A row looked up twice gets gradient 2g. TensorFlow hands it over as two
     # IndexedSlices of g; Keras' global norm squared them one by one (2 g^2, not 4 g^2).
+    # Adam is blind to one scale on every step: the first step repeats a row, the
+    # second does not, so a wrong norm on the first changes the second's update.
     import torch
 
-    ids = np.array([[0, 0, 2]])
+    ids = np.array([[0, 0, 2], [0, 1, 2]])
     initial = np.array([[0.5, -1.0], [0.3, 0.2], [-0.4, 0.9]], "float32")
     inputs = keras.Input((3,), dtype="int32")
     table = keras.layers.Embedding(3, 2, embeddings_initializer=keras.initializers.Constant(initial))
     model = keras.Model(inputs, keras.ops.sum(table(inputs) * np.array([1.0, 3.0]), axis=(1, 2)))
     model.compile(optimizer=adamw(0.1, weight_decay=0.0, max_grad_norm=1.0),
                   loss=lambda y, p: keras.ops.sum(p))
-    model.fit(ids, np.zeros((1,)), epochs=2, batch_size=1, verbose=0, shuffle=False)
+    model.fit(ids, np.zeros((2,)), epochs=1, batch_size=1, verbose=0, shuffle=False)
 
     weights = torch.tensor(initial, dtype=torch.float64, requires_grad=True)
     reference = torch.optim.AdamW([weights], lr=0.1, weight_decay=0.0, eps=1e-8)
-    for _ in range(2):
+    for row in ids:
         reference.zero_grad()
-        (weights[torch.tensor(ids[0])] * torch.tensor([1.0, 3.0], dtype=torch.float64)).sum().backward()
+        (weights[torch.tensor(row)] * torch.tensor([1.0, 3.0], dtype=torch.float64)).sum().backward()
         torch.nn.utils.clip_grad_norm_([weights], 1.0)
         reference.step()
     np.testing.assert_allclose(keras.ops.convert_to_numpy(table.embeddings),
