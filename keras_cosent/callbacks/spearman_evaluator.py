@@ -81,7 +81,10 @@ class SpearmanEvaluator(keras.callbacks.Callback):
         train_batches,
         epochs=4,
         callbacks=[
-            evaluator,  # before the callbacks that read its scores
+            # Before the callbacks that read its scores: Keras runs them in list
+            # order, and one listed first finds no score (it warns and saves every
+            # epoch, or never stops).
+            evaluator,
             keras.callbacks.EarlyStopping(monitor="sts_dev_spearman", mode="max", patience=1),
         ],
     )

@@ -60,7 +60,7 @@ def warn_past_schedule(model, batches, epochs, initial_epoch=0):
     schedule = optimizer_learning_rate(optimizer)
     if not isinstance(schedule, WarmupLinearDecay):
         return
-    done = int(keras.ops.convert_to_numpy(optimizer.iterations))
+    done = int(optimizer.iterations)  # convert_to_numpy warns of `__array__` on JAX
     steps = max(int(epochs) - int(initial_epoch), 0) * len(batches)
     if done + steps > schedule.total_steps:
         warnings.warn(

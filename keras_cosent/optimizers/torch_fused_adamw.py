@@ -93,7 +93,7 @@ class TorchFusedAdamW(AdamW):
             # with an internal assertion); the compiler fuses AdamW's own update instead.
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
         # With gradient accumulation, `iterations` is computed, not a variable.
-        step = int(keras.ops.convert_to_numpy(self.iterations)) + 1
+        step = int(self.iterations) + 1
         lr = float(learning_rate)
         weight_decay = float(self.weight_decay or 0.0)
         # One kernel call per (decay, device, dtype): the kernel takes one weight

@@ -447,3 +447,15 @@ def test_max_grad_norm_is_refused_where_tensorflow_would_clip_each_device_alone(
         assert check_max_grad_norm(1.0, 2) == 1.0
     with pytest.raises(ValueError, match="`max_grad_norm`"):
         build(tiny_encoder(), pairs(), "cosent", batch_size=4, max_grad_norm=-1.0)
+
+
+def test_fit_reads_the_step_count_without_numpy_deprecation_warnings():
+    # NumPy 2 warned on every JAX fit (and each PyTorch step) where the optimizer's
+    # step count went through np.array, whose `__array__` there takes no `copy`.
+    import warnings
+
+    setup = build(tiny_encoder(), pairs(), "cosent", batch_size=4, epochs=1)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*__array__ implementation",
+                                category=DeprecationWarning)
+        setup.model.fit(setup.batches, epochs=1, verbose=0)
