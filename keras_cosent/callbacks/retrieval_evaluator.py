@@ -31,9 +31,10 @@ class RetrievalEvaluator(keras.callbacks.Callback):
     `mode="max"` (their `"auto"` cannot tell from these names that higher is
     better), and `CSVLogger` writes them, when listed after the evaluator: Keras
     runs callbacks in list order, and one listed before finds no such value (it
-    warns, then saves every epoch or never stops). Under data parallelism (`keras_cosent.distributed.data_parallel`) it
-    scores the whole split with the current weights, in every process (each
-    PyTorch rank), and logs the values one device gives.
+    warns, then saves every epoch or never stops). Under data parallelism
+    (`keras_cosent.distributed.data_parallel`) it scores the whole split with the
+    current weights, in every process (each PyTorch rank), and logs the values
+    one device gives.
 
     Args:
         queries: `{query_id: text}`, a mapping.

@@ -60,7 +60,8 @@ def warn_past_schedule(model, batches, epochs, initial_epoch=0):
     schedule = optimizer_learning_rate(optimizer)
     if not isinstance(schedule, WarmupLinearDecay):
         return
-    done = int(optimizer.iterations)  # convert_to_numpy warns of `__array__` on JAX
+    # Not through np.array, which NumPy 2 warns about for JAX's and PyTorch's variables.
+    done = int(optimizer.iterations)
     steps = max(int(epochs) - int(initial_epoch), 0) * len(batches)
     if done + steps > schedule.total_steps:
         warnings.warn(

@@ -40,8 +40,6 @@ def _short_type(module_type):
     return str(module_type).rsplit(".", 1)[-1]
 
 
-
-
 def pooling_from_config(config, path="1_Pooling/config.json"):
     """Maps a sentence-transformers Pooling config onto a keras-cosent pooling name.
 
@@ -134,10 +132,7 @@ def read_sentence_transformers_config(folder):
     modules_path = os.path.join(folder, "modules.json")
     if not os.path.isdir(folder) or not os.path.isfile(modules_path):
         return None
-    modules = load_json_file(modules_path, None)
-    if not isinstance(modules, list):
-        raise ValueError(f"{modules_path}: expected a JSON list of modules, got "
-                         f"{type(modules).__name__}")
+    modules = load_json_file(modules_path, list)
     order = {"Transformer": 0, "Pooling": 1, "Normalize": 2}
     result = {"pooling": None, "max_length": None, "do_lower_case": None, "normalize": False,
               "transformer_dir": None}

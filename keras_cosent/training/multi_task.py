@@ -217,9 +217,9 @@ def build_multi(
                                      f"task {index}'s loss_options")
     # A joint objective's name is its spec ("infonce:1,cosent:0.5"), which no
     # log key can hold.
-    given = {}
+    given = {}  # name: index of the task given it
     for index, task in enumerate(tasks):
-        if task.name is not None and task.name in given:
+        if task.name in given:
             raise ValueError(
                 f"tasks {given[task.name]} and {index} are both named {task.name!r}: each "
                 "task logs its loss as loss_<name>; give them distinct names"

@@ -383,6 +383,7 @@ def train(ctx, env, **options):
             param_hint="--resume",
         )
     devices = options.get("devices") or 1
+    # As build refuses it, before the backend loads.
     if options.get("max_grad_norm") is not None and devices > 1 and env.backend == "tensorflow":
         raise click.BadParameter(
             f"cannot clip on --devices {devices} under TensorFlow: Keras clips each "

@@ -49,6 +49,7 @@ def test_added_tokens_inside_the_vocabulary_are_read(tmp_path):
     ("tokenizer_config.json", "[1, 2]", r"tokenizer_config\.json: expected a JSON object, "
                                         r"found \[1, 2\]"),
     ("1_Pooling/config.json", "[]", r"1_Pooling/config\.json: expected a JSON object"),
+    ("modules.json", "{}", r"modules\.json: expected a JSON list, found \{\}"),
 ])
 def test_a_malformed_json_file_of_a_checkpoint_is_named(tmp_path, minilm_path, name, text,
                                                         match):
