@@ -426,6 +426,8 @@ class SentenceEncoder(keras.Model):
                 would replace with GELU.
             FileNotFoundError: for a local path (with a separator, or starting
                 with '.') that does not exist.
+            ValueError: for a file (a checkpoint is a folder; a saved encoder,
+                `.keras`, loads with `keras.saving.load_model`).
         """
         import keras_hub
 
@@ -439,6 +441,12 @@ class SentenceEncoder(keras.Model):
                 f"`path_or_preset`={preset!r}: no such folder (a keras-hub preset is a name "
                 "such as 'bert_base_en_uncased', or a 'hf://', 'kaggle://' or 'gs://' handle)"
             )
+        if os.path.isfile(preset):
+            # keras-hub would say the "preset" has no config.json, beside it.
+            saved = (" A saved encoder (.keras) loads with keras.saving.load_model, after "
+                     "`import keras_cosent`." if preset.endswith(".keras") else "")
+            raise ValueError(f"`path_or_preset`={preset!r} is a file; give the checkpoint's "
+                             f"folder (the one holding config.json).{saved}")
         st = st_config.read_sentence_transformers_config(preset) or {}
         # Older sentence-transformers folders keep the model in `0_Transformer/`.
         preset = st.get("transformer_dir") or preset

@@ -99,3 +99,16 @@ def test_a_config_key_the_converter_needs_is_named_with_its_file(tmp_path, minil
     with pytest.raises(ValueError, match=r"config\.json: no 'hidden_size', which keras-hub "
                                          "needs to build the 'bert' backbone"):
         SentenceEncoder.from_checkpoint(str(folder))
+
+
+@pytest.mark.parametrize("name, hint", [("config.json", ""),
+                                        ("encoder.keras", "keras.saving.load_model")])
+def test_a_file_given_for_the_checkpoint_folder_is_named(tmp_path, name, hint):
+    # keras-hub said the "preset" .../config.json had no config.json.
+    from keras_cosent.models import SentenceEncoder
+
+    path = tmp_path / name
+    path.write_text("{}")
+    with pytest.raises(ValueError, match=r"is a file; give the checkpoint's folder") as error:
+        SentenceEncoder.from_checkpoint(str(path))
+    assert hint in str(error.value)
