@@ -15,6 +15,7 @@ sentence-transformers does, and refuses stacks it cannot reproduce with a
 (cosine similarities are the same).
 """
 
+import math
 import os
 
 from keras_cosent.models.checkpoints import load_json_file
@@ -156,8 +157,13 @@ def read_sentence_transformers_config(folder):
             bert_config = os.path.join(module_dir, "sentence_bert_config.json")
             if os.path.isfile(bert_config):
                 config = load_json_file(bert_config)
-                if config.get("max_seq_length") is not None:
-                    result["max_length"] = int(config["max_seq_length"])
+                value = config.get("max_seq_length")
+                if value is not None:
+                    if (isinstance(value, bool) or not isinstance(value, (int, float))
+                            or not math.isfinite(value) or value != int(value) or value < 1):
+                        raise ValueError(f"{bert_config}: max_seq_length {value!r} should be "
+                                         "a positive integer")
+                    result["max_length"] = int(value)
                 if config.get("do_lower_case") is not None:
                     result["do_lower_case"] = bool(config["do_lower_case"])
             if result["max_length"] is None:

@@ -112,6 +112,17 @@ def test_max_seq_length_beyond_positions_refused(minilm_path, tmp_path):
         SentenceEncoder.from_checkpoint(folder)
 
 
+@pytest.mark.parametrize("value", [-1, 0, 12.5, "64", True])
+def test_a_max_seq_length_that_is_no_length_is_named_with_its_file(minilm_path, tmp_path, value):
+    # -1 was reported as `max_length`=-1, an argument the caller never gave.
+    folder = _st_folder(minilm_path, tmp_path, bert=lambda c: dict(c, max_seq_length=value))
+    with pytest.raises(ValueError, match=r"sentence_bert_config\.json: max_seq_length "
+                                         r".* should be a positive integer"):
+        read_sentence_transformers_config(folder)
+    ok = _st_folder(minilm_path, tmp_path / "float", bert=lambda c: dict(c, max_seq_length=64.0))
+    assert read_sentence_transformers_config(ok)["max_length"] == 64
+
+
 def test_max_length_read_from_the_tokenizer_when_sentence_bert_config_has_none(
         minilm_path, tmp_path):
     # sentence-transformers 6 saves `max_seq_length` as the tokenizer's `model_max_length`.
