@@ -6,13 +6,13 @@ task's batches only) next to Keras' `loss`, the mean over all batches; both
 weigh each batch by its rows.
 """
 
-import keras
 from keras import ops
 
 from keras_cosent import distributed
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.models import compile_config
 from keras_cosent.models.siamese_encoder import SiameseEncoder
+from keras_cosent.models.siamese_encoder import batch_rows
 
 
 @keras_cosent_export
@@ -62,8 +62,7 @@ class MultiTaskEncoder(SiameseEncoder):
             # input's); so is each task's, or a smaller last batch weighed more in
             # `loss_<task>` than in `loss`. Weight 0 on the other tasks' batches:
             # each mean is over its own.
-            rows = ops.cast(ops.shape(next(i for i in keras.tree.flatten(x) if i is not None))[0],
-                            "float32")
+            rows = ops.cast(batch_rows(x), "float32")
             for index, tracker in enumerate(trackers):
                 tracker.update_state(value, sample_weight=rows * ops.cast(
                     ops.equal(task, index), "float32"))

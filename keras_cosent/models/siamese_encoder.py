@@ -24,6 +24,12 @@ from keras_cosent.models import sequence_packing
 from keras_cosent.models.xla import resolve_jit_compile
 
 
+def batch_rows(x):
+    """The rows by which Keras weighs a batch's logged `loss`: the leading size of
+    its first input array (with packing, the packed rows)."""
+    return ops.shape(next(i for i in keras.tree.flatten(x) if i is not None))[0]
+
+
 @keras_cosent_export
 class SiameseEncoder(keras.Model):
     """Embeds every column of a `(batch, columns, seq)` batch with one shared encoder.
@@ -142,7 +148,7 @@ class SiameseEncoder(keras.Model):
             ))
             # Keras averages `loss` over batches weighted by their rows; so are
             # the terms, or a smaller last batch left them off the total.
-            rows = ops.shape(next(i for i in keras.tree.flatten(x) if i is not None))[0]
+            rows = batch_rows(x)
             for tracker, name in zip(trackers, self.loss.names):
                 tracker.update_state(values[name], sample_weight=rows)
         return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
