@@ -128,7 +128,13 @@ def _assert_fit_refuses(loss, good, bad, scope, message, jit_compile="auto"):
         model.fit(bad, epochs=1, verbose=0)
 
 
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+# On PyTorch `jit_compile=True` is `torch.compile`, which keras-cosent never turns on
+# and whose first compilation here takes most of a minute: run there with `-m slow`.
+_COMPILED = pytest.param(True, id="xla", marks=[pytest.mark.slow] * (
+    keras.backend.backend() == "torch"))
+
+
+@pytest.mark.parametrize("jit_compile", [pytest.param(False, id="graph"), _COMPILED])
 @pytest.mark.parametrize("name", ["cosent", "infonce", "joint"])
 def test_fit_refuses_weights_that_are_not_one_per_row(name, jit_compile):
     # TensorFlow's `fit` traces with an unknown batch size, where the shape

@@ -387,6 +387,7 @@ def test_fit_serves_each_epochs_plan_to_every_training_model(objective, position
     assert _fit_two_epochs(objective, positional=positional)[0] == [0] * 4 + [1] * 4
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("objective", ["cosent", "sbert-softmax"])
 def test_fit_past_the_planned_epochs_warns_that_the_rate_is_zero_there(objective):
     # build plans the rate over its epochs' steps, to 0 at the last: fit(epochs=3)
@@ -412,6 +413,7 @@ def test_fit_past_the_planned_epochs_warns_that_the_rate_is_zero_there(objective
         setup.model.fit(setup.batches, epochs=1, verbose=0, shuffle=False)  # a third
 
 
+@pytest.mark.heavy  # the clipping itself is tests/optimizers' on every backend
 def test_max_grad_norm_clips_every_training_model_and_is_saved_with_it(tmp_path):
     # A norm far below these gradients' (CoSENT at scale 20 on random weights): every
     # step is clipped, which moves AdamW's weights differently from the second step on.

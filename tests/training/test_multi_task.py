@@ -67,6 +67,7 @@ def test_each_batch_gets_its_own_datasets_loss(sampling, packing):
                                        weights=rows["cosent"] + rows["nli"]), rtol=1e-4)
 
 
+@pytest.mark.heavy
 def test_one_task_logs_the_loss_keras_logs_with_a_smaller_last_batch():
     # 8 pairs in batches of 3: 3, 3 and 2 rows, which Keras' `loss` weighs by rows.
     setup = build_multi(tiny_encoder(), [(pairs(), "cosent")], batch_size=3, epochs=1,
