@@ -23,6 +23,7 @@ not reproduce `transformers` are fixed here:
 import json
 import os
 import shutil
+import sys
 import tempfile
 
 import keras
@@ -291,11 +292,34 @@ def _weight_keys(preset, files):
     if SAFETENSORS_INDEX in files:
         return list((read_hf_json(preset, SAFETENSORS_INDEX) or {}).get("weight_map", {}))
     if "model.safetensors" in files:
-        import safetensors
-
-        with safetensors.safe_open(os.path.join(preset, "model.safetensors"), "np") as f:
-            return list(f.keys())
+        return safetensors_keys(os.path.join(preset, "model.safetensors"))
     return None
+
+
+def safetensors_keys(path):
+    """The tensor names of the safetensors file `path`; a ValueError naming it
+    where it cannot be read (safetensors' own error names no file)."""
+    import safetensors
+
+    try:
+        with safetensors.safe_open(path, "np") as f:
+            return list(f.keys())
+    except safetensors.SafetensorError as error:
+        raise ValueError(f"{path}: cannot be read as safetensors weights ({error}); "
+                         "it may be truncated or another format") from None
+
+
+def name_unreadable_safetensors(preset, error):
+    """Where `error` is safetensors' (a shard keras-hub failed to read), raises
+    `safetensors_keys`' error for the first of the folder `preset`'s `.safetensors`
+    files that cannot be read."""
+    safetensors = sys.modules.get("safetensors")
+    if safetensors is None or not isinstance(error, safetensors.SafetensorError) \
+            or not os.path.isdir(preset):
+        return
+    for name in sorted(os.listdir(preset)):
+        if name.endswith(".safetensors"):
+            safetensors_keys(os.path.join(preset, name))
 
 
 def missing_bert_pooler(hf_config, keys):

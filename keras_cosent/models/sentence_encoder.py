@@ -484,14 +484,24 @@ class SentenceEncoder(keras.Model):
                 raise ValueError(f"{os.path.join(preset, 'config.json')}: no {error.args[0]!r}, "
                                  f"which keras-hub needs to build the "
                                  f"{hf_config.get('model_type')!r} backbone") from None
+            except Exception as error:
+                checkpoints.name_unreadable_safetensors(preset, error)
+                raise
             tokenizer_cls = keras_hub.models.Tokenizer
             if checkpoints.uses_hf_bert_tokenizer(hf_config, preset):
                 from keras_cosent.models.hf_bert_tokenizer import HFBertTokenizer
 
                 tokenizer_cls = HFBertTokenizer
-            tokenizer = tokenizer_cls.from_preset(
-                readable, **checkpoints.tokenizer_kwargs(preset)
-            )
+            kwargs = checkpoints.tokenizer_kwargs(preset)
+            try:
+                tokenizer = tokenizer_cls.from_preset(readable, **kwargs)
+            except ValueError as error:
+                # keras-hub's words name no file ("Cannot find `oov_token`...").
+                if not os.path.isdir(preset):
+                    raise
+                source = "vocab.txt" if os.path.isfile(os.path.join(preset, "vocab.txt")) \
+                    else "tokenizer.json"
+                raise ValueError(f"{os.path.join(preset, source)}: {error}") from None
         if max_length is None:
             # No limit given or in the checkpoint: 128, cut to the position table.
             max_length = min(128, int(getattr(backbone, "max_sequence_length", None) or 128))

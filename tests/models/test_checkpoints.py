@@ -112,3 +112,38 @@ def test_a_file_given_for_the_checkpoint_folder_is_named(tmp_path, name, hint):
     with pytest.raises(ValueError, match=r"is a file; give the checkpoint's folder") as error:
         SentenceEncoder.from_checkpoint(str(path))
     assert hint in str(error.value)
+
+
+@pytest.mark.parametrize("weights, damage", [
+    ("safetensors", "garbage"), ("safetensors", "truncated"), ("sharded", "truncated")])
+def test_unreadable_safetensors_weights_are_named(tmp_path, weights, damage):
+    # safetensors' own error ("header too large") named no file, on a shard neither.
+    import os
+    import re
+
+    from keras_cosent.models import SentenceEncoder
+    from tests.models.conftest import write_tiny_hf_checkpoint
+
+    folder = tmp_path / "ckpt"
+    write_tiny_hf_checkpoint(folder, weights=weights)
+    target = sorted(folder.glob("*.safetensors"))[-1]
+    if damage == "garbage":
+        target.write_bytes(b"\xff" * 64)
+    else:
+        os.truncate(target, target.stat().st_size // 2)
+    with pytest.raises(ValueError, match=re.escape(f"{target}: cannot be read as safetensors "
+                                                   "weights")):
+        SentenceEncoder.from_checkpoint(str(folder))
+
+
+def test_a_vocabulary_keras_hub_refuses_is_named(tmp_path):
+    import re
+
+    from keras_cosent.models import SentenceEncoder
+    from tests.models.conftest import write_tiny_hf_checkpoint
+
+    folder = tmp_path / "ckpt"
+    write_tiny_hf_checkpoint(folder)
+    (folder / "vocab.txt").write_text("", encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{folder / 'vocab.txt'}: ") + r".*\[UNK\]"):
+        SentenceEncoder.from_checkpoint(str(folder))
