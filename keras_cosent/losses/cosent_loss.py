@@ -188,8 +188,8 @@ class CoSENTLoss(LabelsCheckedLoss):
     `batch**2` matrix: sorted by label, it is a cumulative log-sum-exp (see
     `ranking_loss_from_similarity`), in O(batch log batch) time and memory, in
     float32, finite for any scale up to half of float32's maximum (the loss
-    is at most `2 * scale`) and under `mixed_float16`, so batches of tens of
-    thousands of pairs fit.
+    is at most `2 * scale + log(1 + couples)`) and under `mixed_float16`, so
+    batches of tens of thousands of pairs fit.
 
     The loss is one value per batch (the couples mix examples), so
     `sample_weight` can only rescale it as a whole.

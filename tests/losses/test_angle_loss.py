@@ -130,3 +130,25 @@ def test_kit():
     y_true = np.round(rng.uniform(0, 5, 12), 1).astype("float32")
     expected = reference_ranking(y_true, reference_angle_similarity(y_pred), 20.0)
     kit.run_loss_test(AnglELoss(), y_true, y_pred, expected, mixed_rtol=5e-2)
+
+
+def test_a_zero_embedding_gets_the_subgradient_zero_on_every_backend():
+    # Its similarity is |0|: JAX's abs took the derivative 1 there, which the
+    # normalisation of a zero row turned into gradients of ~1e9 (0 on TensorFlow
+    # and PyTorch, as torch.abs gives: the reference).
+    import torch
+
+    pairs = np.random.default_rng(0).normal(size=(2, 2, 4)).astype("float32")
+    pairs[1, 0] = 0.0
+    labels = np.array([1.0, 0.0], "float32")
+    value, grad = helpers.value_and_grad(lambda p: angle_loss(labels, p), pairs)
+    t = torch.tensor(pairs, dtype=torch.float64, requires_grad=True)
+    unit = t / torch.clamp(torch.linalg.norm(t, dim=-1, keepdim=True), min=1e-12)
+    x, y = unit[:, 0], unit[:, 1]
+    a, b, c, d = x[:, :2], x[:, 2:], y[:, :2], y[:, 2:]
+    reference = torch.abs((x * y).sum(-1) + (b * c - a * d).sum(-1))
+    expected = torch.log1p(torch.exp(20.0 * (reference[1] - reference[0])))
+    expected.backward()
+    np.testing.assert_allclose(value, expected.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad, t.grad.numpy(), atol=1e-6)
+    assert np.all(grad[1, 0] == 0.0)
