@@ -1,17 +1,27 @@
 """Hard-negative mining for (query, positive, negatives...) training rows.
 
-Semantics (close to sentence-transformers' `mine_hard_negatives`, whose
-`absolute_margin` / `relative_margin` these follow): for each (query, positive)
-the corpus is searched exactly in chunks (`keras_cosent.retrieval.top_k`, memory
-bounded) for the `range_max` best candidates by cosine; every known positive of
-the query is removed; the rank window `[range_min, range_max)` of what remains
-is kept; a candidate is then dropped when `score > positive_score - margin`
-(absolute margin) or `score > positive_score - |positive_score| * relative_margin`
-(relative margin: `positive_score * (1 - relative_margin)` for a positive score,
-and below the positive, not above it, for a negative one), because the nearest
-neighbours above the positive are often unlabelled positives. From the
-survivors `num_negatives` are taken, the best ones
-(`sampling="top"`) or a seeded random draw in rank order (`sampling="random"`).
+Semantics (those of sentence-transformers' `mine_hard_negatives`, with its
+`absolute_margin` / `relative_margin`, but for the two differences below): for
+each (query, positive) the corpus is searched exactly in chunks
+(`keras_cosent.retrieval.top_k`, memory bounded) for the `range_max` best
+candidates by cosine; every known positive of the query is removed; the rank
+window `[range_min, range_max)` of what remains is kept; a candidate is then
+dropped when `score > positive_score - margin` (absolute margin) or
+`score > positive_score - |positive_score| * relative_margin` (relative margin:
+`positive_score * (1 - relative_margin)` for a positive score, and below the
+positive, not above it, for a negative one), because the nearest neighbours
+above the positive are often unlabelled positives. From the survivors
+`num_negatives` are taken, the best ones (`sampling="top"`) or a seeded random
+draw in rank order (`sampling="random"`). A window narrower than
+`num_negatives` leaves rows short (`short_rows`).
+
+The peer's miner differs in two ways, which leave the rows equal where
+`range_min` is 0 and each query has one positive (measured on the STS-B
+retrieval dev split, 263 rows): it drops the candidates the margins reject
+first and skips `range_min` of the rest, where this cuts the rank window first;
+and it gives a query with several positives one list of negatives, under the
+margin of its lowest-scoring positive, where here each (query, positive) row
+has its own, under its positive's margin.
 
 A weak starting encoder often ranks the labelled positive low, so that every
 candidate in the window scores above it and the margin leaves the row with no
@@ -22,7 +32,9 @@ margin would drop (each draw is scored against the query); these are about as
 easy as in-batch negatives, so the row trains as it would without mining.
 
 A blank document (empty or whitespace text) is never a negative, mined or
-filled; nor is a document whose text is a known positive's under another id.
+filled; nor is a document whose text is a known positive's under another id, nor
+a positive of another query with the same text (one anchor, as the peer merges
+such queries).
 A text that the corpus holds under several ids is one candidate, its best
 ranked copy (the peer's miner drops repeated texts from its corpus): a row
 never holds the same negative twice, and the rank window counts texts.
@@ -330,12 +342,19 @@ def mine_hard_negatives(
         # Made per query where it is needed, not held for every query at once.
         return set(pos).union(*(same_text.get(doc_texts[p], ()) for p in pos))
 
+    # Queries with one text are one anchor: each one's positives are the others'
+    # known positives too, or a row would push that text away from a document
+    # another row pulls it to (the peer's miner merges such queries).
+    anchor_positives = collections.defaultdict(set)
+    for qi, pos in enumerate(positive_index):
+        anchor_positives[query_texts[qi]].update(pos)
+
     # Copies of a text share its number: a row takes each text once.
     first_of_text = {}
     text_id = np.array([first_of_text.setdefault(text, j) for j, text in enumerate(doc_texts)])
     repeated_docs = sum(1 for j, text in enumerate(doc_texts)
                         if text_id[j] != j and text.strip())
-    max_pos = max((len(known(pos)) for pos in positive_index), default=0)
+    max_pos = max((len(known(pos)) for pos in anchor_positives.values()), default=0)
     own = [doc_index.get(qid) if ignore_identical_ids else None for qid in query_ids]
     # A blank document is never a negative: it would teach the query only to
     # move away from the empty string's embedding. The search goes deeper by
@@ -355,7 +374,8 @@ def mine_hard_negatives(
     def off_limits_of(qi):
         # Blank documents are off limits too, checked apart: not copied into
         # every query's set.
-        return known(positive_index[qi]) | ({own[qi]} if own[qi] is not None else set())
+        return (known(anchor_positives[query_texts[qi]])
+                | ({own[qi]} if own[qi] is not None else set()))
 
     def window(qi, row_scores, row_indices, off_limits):
         """The query's candidates, best first, each text once (at most `range_max`),

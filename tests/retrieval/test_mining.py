@@ -170,6 +170,22 @@ def test_a_copy_of_the_positive_text_is_never_a_negative():
     assert "text other_pos" not in rows[0][2:] and len(rows[0]) == 2 + 5
 
 
+def test_queries_with_one_text_share_their_positives():
+    # Two ids with the same text, each with its own positive: each one's positive
+    # was the other's nearest negative, the same anchor pulled to and pushed from
+    # one document (the peer's miner merges queries by text).
+    rows, report = mine_hard_negatives(
+        {"a": "the query", "b": "the query", "c": "another"}, CORPUS,
+        {"a": {"pos": 1}, "b": {"other_pos": 1}, "c": {"n3": 1}},
+        query_embeddings=np.stack([unit(0)] * 3), corpus_embeddings=C_EMB,
+        num_negatives=2)
+    assert rows[:2] == [["the query", "text pos", "text unlabelled_dup", "text n1"],
+                        ["the query", "text other_pos", "text unlabelled_dup", "text n1"]]
+    # A query with another text still takes them: they are not its positives.
+    assert rows[2] == ["another", "text n3", "text unlabelled_dup", "text other_pos"]
+    assert report["short_rows"] == 0
+
+
 def test_relative_margin_and_range_and_shortfall():
     # Row of "pos": threshold cos(30)*(1-0.3) = 0.606 drops n1 (0.766) and n2 (0.643);
     # the window of the 4 best non-positives (dup, n1, n2, n3) leaves only n3.
