@@ -140,7 +140,8 @@ def table(records):
 def main():
     from bench.common import positive_int, positive_int_list
 
-    p = argparse.ArgumentParser(prog="python -m bench tool gradcache")
+    p = argparse.ArgumentParser(prog="python -m bench tool gradcache",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     p.add_argument("--backend", default="torch", choices=("torch", "jax", "tensorflow"))
