@@ -93,6 +93,11 @@ class PairBatches(keras.utils.PyDataset):
         drop_remainder: drop the last, incomplete batch of each epoch: the
             last rows of the epoch's (shuffled) order, cut before any length
             bucketing, so that long rows are dropped no more often than others.
+            With `unique_texts`, a row whose text is already in the batches
+            it would go to waits for a later one, so the rows left out are
+            more often rows that share a text (measured: two rows sharing
+            one, in 13 rows of batch 4, were each dropped in 12% of epochs
+            against the even 7.7%).
         packing: lay each batch out as packed rows instead of padded columns
             (for a `SiameseEncoder` on a keras-hub `BertBackbone`): the
             sentences of every column share rows of one fixed length (the
