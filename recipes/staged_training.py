@@ -4,7 +4,9 @@ Stage `i` trains on the `i`-th `--train` file with its own `--loss` and
 `--format` (`recipes.multi_dataset`), for its `--stage-epochs` entry (or
 `--epochs`), with a fresh AdamW and its own warm-up/decay, starting from the
 weights the previous stage ended with: the set-up of `keras_cosent.training.build`
-for each stage. The dev set is scored before training and after every epoch of
+for each stage, re-seeded with `--seed`. A staged run therefore trains the
+weights that plain runs chained would (stage i a `train` whose `--backbone` is
+stage i-1's output, with that stage's options). The dev set is scored before training and after every epoch of
 every stage. `metrics.csv`/`metrics.json` hold every epoch, numbered across the
 stages, with `stage` and `stage_loss` columns; `training.png` marks where each
 stage starts; `results.json` records each stage's file, loss, rows, epochs and
@@ -83,6 +85,11 @@ def train_stages(config, directory, env, backup_dir):
         start = time.time()
         for stage, ((dataset, data_format, loss), epochs) in enumerate(
                 zip(tasks, stage_epochs(config)), start=1):
+            # Seeded again for each stage, as a plain run of it is: a stage draws
+            # the dropout masks of `train --backbone <previous stage's output>`,
+            # so the stages equal the plain runs chained (before, stage 2's masks
+            # went on from where stage 1's ended).
+            keras.utils.set_random_seed(config["seed"])
             setup = build(
                 encoder, dataset, loss,
                 batch_size=config["batch_size"], epochs=epochs, learning_rate=config["lr"],

@@ -352,3 +352,33 @@ def test_max_grad_norm_reaches_every_stage_and_interleaved_task(cli, tiny_checkp
                  "--output", tmp_path / "run")
     assert result.exit_code == 0, result.output
     assert norms == ([0.25, 0.25] if "--staged" in mode else [0.25])
+
+
+def test_a_staged_run_trains_the_weights_of_plain_runs_chained(cli, tiny_checkpoint, two_files,
+                                                                 tmp_path):
+    # Stage 2 drew its dropout masks from where stage 1's ended, where a plain run
+    # of it is seeded afresh: the tiny BERT has dropout, so the two differed.
+    import keras
+
+    import keras_cosent  # noqa: F401 (registers the encoder's classes for load_model)
+
+    sts, nli = two_files
+    common = ["--batch-size", 4, "--max-length", 16, "--lr", "1e-3", "--seed", 7]
+    staged = tmp_path / "staged"
+    result = cli("train", "--staged", "--backbone", tiny_checkpoint, "--train", nli,
+                 "--train", sts, "--format", "nli-jsonl", "--format", "pair-tsv", "--loss",
+                 "infonce", "--loss", "cosent", "--stage-epochs", "1,1", *common,
+                 "--output", staged)
+    assert result.exit_code == 0, result.output
+    backbone = tiny_checkpoint
+    for name, data, data_format, loss in (("one", nli, "nli-jsonl", "infonce"),
+                                          ("two", sts, "pair-tsv", "cosent")):
+        result = cli("train", "--backbone", backbone, "--train", data, "--format",
+                     data_format, "--loss", loss, "--epochs", 1, *common,
+                     "--output", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        backbone = tmp_path / name
+    weights = [keras.saving.load_model(str(path / "encoder.keras")).get_weights()
+               for path in (staged, tmp_path / "two")]
+    for ours, chained in zip(*weights):
+        np.testing.assert_allclose(ours, chained, rtol=0, atol=1e-6)
