@@ -52,6 +52,7 @@ def train_stages(config, directory, env, backup_dir):
     """
     from keras_cosent.training import get_objective
     from keras_cosent.training.builder import shaped_task
+    from keras_cosent.utils.seed_states import seed_states
     from recipes.training import check_finite_embeddings
     from recipes.training import float32_start
     from recipes.training import interrupt_check
@@ -76,6 +77,7 @@ def train_stages(config, directory, env, backup_dir):
                                option="--backbone")
         matryoshka_dims = parse_matryoshka_dims(config.get("matryoshka_dims"), encoder,
                                                 config["backbone"])
+        initial_seed_states = [keras.ops.convert_to_numpy(v.value) for v in seed_states(encoder)]
         results, stages, rows, stage_starts = {}, [], [], []
         if dev is not None:
             results["dev_before_training"] = evaluate_sts(
@@ -85,11 +87,14 @@ def train_stages(config, directory, env, backup_dir):
         start = time.time()
         for stage, ((dataset, data_format, loss), epochs) in enumerate(
                 zip(tasks, stage_epochs(config)), start=1):
-            # Seeded again for each stage, as a plain run of it is: a stage draws
-            # the dropout masks of `train --backbone <previous stage's output>`,
-            # so the stages equal the plain runs chained (before, stage 2's masks
-            # went on from where stage 1's ended).
+            # Seeded again for each stage, and the layers' dropout generators put
+            # back to the states they started with (on JAX and TensorFlow each
+            # draw advances them), as a plain run of the stage starts: a stage
+            # draws the dropout masks of `train --backbone <previous stage's
+            # output>`, so the stages equal the plain runs chained.
             keras.utils.set_random_seed(config["seed"])
+            for variable, state in zip(seed_states(encoder), initial_seed_states):
+                variable.assign(state)
             setup = build(
                 encoder, dataset, loss,
                 batch_size=config["batch_size"], epochs=epochs, learning_rate=config["lr"],

@@ -38,6 +38,7 @@ import keras
 import numpy as np
 
 from keras_cosent.utils.arguments import check_bool
+from keras_cosent.utils.seed_states import seed_states
 
 SEED_STATES = "seed_states-{epoch}.npz"
 # The epoch a weights file of the backup was saved for, an attribute of the file:
@@ -205,11 +206,6 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         self._first_epoch = True
         self._restored = False
 
-    def _seed_states(self):
-        # Variables that are state but not weights: the SeedGenerators' states.
-        weights = {id(v) for v in self.model.weights}
-        return [v for v in self.model.non_trainable_variables if id(v) not in weights]
-
     def _seed_path(self, epoch):
         return os.path.join(self.backup_dir, SEED_STATES.format(epoch=epoch))
 
@@ -324,7 +320,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
                     "written by ResumableTraining"
                 )
             with np.load(path) as saved:
-                states = self._seed_states()
+                states = seed_states(self.model)
                 stored = [name for name in saved.files if name.startswith("s")]
                 if len(stored) != len(states):
                     raise ValueError(
@@ -353,7 +349,7 @@ class ResumableTraining(keras.callbacks.BackupAndRestore):
         path = self._seed_path(epoch + 1)
         states = {
             f"s{index}": keras.ops.convert_to_numpy(variable.value)
-            for index, variable in enumerate(self._seed_states())
+            for index, variable in enumerate(seed_states(self.model))
         }
         if keras.backend.backend() == "torch":
             states.update(_torch_generators())

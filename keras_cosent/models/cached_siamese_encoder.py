@@ -78,6 +78,7 @@ from keras_cosent import distributed
 from keras_cosent import runtime
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.models.siamese_encoder import SiameseEncoder
+from keras_cosent.utils.seed_states import seed_states
 
 
 @keras_cosent_export
@@ -189,12 +190,6 @@ def _spans(rows, size):
     return [(start, min(start + size, rows)) for start in range(0, rows, size)]
 
 
-def _seed_variables(model):
-    # Variables that are state but not weights: the SeedGenerators' states.
-    weights = {id(v) for v in model.weights}
-    return [v for v in model.non_trainable_variables if id(v) not in weights]
-
-
 # === PyTorch ===
 
 
@@ -240,7 +235,7 @@ def _torch_cached_gradients(model, x, y, sample_weight):
 
     rows = int(x["token_ids"].shape[0])
     spans = _spans(rows, model.mini_batch_size)
-    seeds = _seed_variables(model)
+    seeds = seed_states(model)
 
     # 1. Embed every mini-batch without building a graph, saving the random state.
     states, parts = [], []
@@ -278,7 +273,7 @@ def _tensorflow_train_step(model, data):
     size = model.mini_batch_size
     rows = tf.shape(x["token_ids"])[0]
     count = (rows + size - 1) // size
-    seeds = _seed_variables(model)
+    seeds = seed_states(model)
     trainable = model.trainable_variables
 
     def mini_batch(i):

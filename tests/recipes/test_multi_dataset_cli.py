@@ -356,8 +356,9 @@ def test_max_grad_norm_reaches_every_stage_and_interleaved_task(cli, tiny_checkp
 
 def test_a_staged_run_trains_the_weights_of_plain_runs_chained(cli, tiny_checkpoint, two_files,
                                                                  tmp_path):
-    # Stage 2 drew its dropout masks from where stage 1's ended, where a plain run
-    # of it is seeded afresh: the tiny BERT has dropout, so the two differed.
+    # Stage 2 drew its dropout masks from where stage 1's ended (the global seed,
+    # and on JAX and TensorFlow the layers' generator states), where a plain run of
+    # it starts afresh: the tiny BERT has dropout, so the two differed.
     import keras
 
     import keras_cosent  # noqa: F401 (registers the encoder's classes for load_model)
