@@ -3,14 +3,16 @@
 Stage `i` trains on the `i`-th `--train` file with its own `--loss` and
 `--format` (`recipes.multi_dataset`), for its `--stage-epochs` entry (or
 `--epochs`), with a fresh AdamW and its own warm-up/decay, starting from the
-weights the previous stage ended with: the set-up of `keras_cosent.training.build`
-for each stage, re-seeded with `--seed`. A staged run therefore trains the
-weights that plain runs chained would (stage i a `train` whose `--backbone` is
-stage i-1's output, with that stage's options). The dev set is scored before training and after every epoch of
-every stage. `metrics.csv`/`metrics.json` hold every epoch, numbered across the
-stages, with `stage` and `stage_loss` columns; `training.png` marks where each
-stage starts; `results.json` records each stage's file, loss, rows, epochs and
-batches per epoch under `stages`.
+weights the previous stage ended with: the set-up of
+`keras_cosent.training.build` for each stage, re-seeded with `--seed` and its
+dropout generators put back to their starting states. A staged run therefore
+trains the weights that plain runs chained would (stage i a `train` whose
+`--backbone` is stage i-1's output, with that stage's options). The dev set is
+scored before training and after every epoch of every stage.
+`metrics.csv`/`metrics.json` hold every epoch, numbered across the stages, with
+`stage` and `stage_loss` columns; `training.png` marks where each stage starts;
+`results.json` records each stage's file, loss, rows, epochs and batches per
+epoch under `stages`.
 
 `--recipe nli-infonce-then-sts-cosent` is such a run: InfoNCE on NLI triplets,
 then CoSENT on STS pairs (`recipes.presets.staged`).
