@@ -170,7 +170,10 @@ def build(
             (0.32 in the paper): each batch's column-1 texts (the positives)
             get a random subset of their tokens duplicated in place
             (`keras_cosent.data.word_repetition`), so that with `"simcse"`
-            the two views of a sentence differ in length. Refused for
+            the two views of a sentence differ in length: a positive may
+            grow past the encoder's `max_length`, up to the backbone's
+            `max_sequence_length` (the paper repeats after tokenizing, and
+            so does this). Refused for
             objectives of scored pairs (`"cosent"`, ...), whose second
             sentence is not a view of the first.
         max_grad_norm: `None` (the default: no clipping), or a positive
