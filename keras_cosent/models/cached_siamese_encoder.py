@@ -88,6 +88,10 @@ class CachedSiameseEncoder(SiameseEncoder):
     The loss and the weight gradients are those of the whole batch (the loss
     sees every row as a negative), computed with the activations of
     `mini_batch_size` rows at a time; see the module docstring for the steps.
+    Without dropout they equal an uncached step's to float round-off; with
+    dropout the masks are drawn mini-batch by mini-batch, so they are another
+    draw than an uncached step's and the two runs part from the first step
+    (the same step as an uncached model embedding the mini-batches in turn).
     Inference (`model(x)`, `predict`, `evaluate`) is `SiameseEncoder`'s.
 
     Args:
