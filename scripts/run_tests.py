@@ -8,8 +8,8 @@ backend ran alone); each one's output is printed whole when it ends.
 TensorFlow's process takes the most CPU time (tracing, then XLA compiling, each
 test's steps), so the others run at a slightly lower CPU priority
 (`os.nice(NICE_OTHERS)`): TensorFlow gets the larger share while all three run,
-instead of finishing alone on a half-idle machine (measured on 2 cores: the
-suite took 930 s so, 984 s with JAX favoured).
+instead of finishing alone on a half-idle machine (measured on 2 cores: 930 s
+for the suite, against 984 s with JAX favoured).
 
 Most of JAX's time is XLA compiling small test programs that then run for
 milliseconds, so its process compiles with LLVM's optimisation off
