@@ -5,11 +5,14 @@ process. The processes run `--jobs` at a time (default 3: all at once; on the
 2-core machines the suite is budgeted on most of a test's time is single-threaded
 compilation and Python, and with two at a time one core idled while the last
 backend ran alone); each one's output is printed whole when it ends.
-TensorFlow's process takes the most CPU time (tracing, then XLA compiling, each
-test's steps), so the others run at a slightly lower CPU priority
+TensorFlow's and JAX's processes take the most CPU time (tracing, then XLA
+compiling, each test's steps: 617 s and 620 s on 2 cores at 863dd5a, PyTorch's
+337 s), so PyTorch's and JAX's run at a slightly lower CPU priority
 (`os.nice(NICE_OTHERS)`): TensorFlow gets the larger share while all three run,
-instead of finishing alone on a half-idle machine (measured on 2 cores: 930 s
-for the suite, against 984 s with JAX favoured).
+so that neither long process finishes alone on a half-idle machine. The suite
+took 839 s there, JAX's process ending last. On the suite before three of
+JAX's slowest tests became `heavy`, favouring TensorFlow gave 930 s against
+984 s with JAX favoured.
 
 Most of JAX's time is XLA compiling small test programs that then run for
 milliseconds, so its process compiles with LLVM's optimisation off
