@@ -133,6 +133,16 @@ class AdamW(keras.optimizers.AdamW):
         # Names are saved with the config; variables (`var_list`) cannot be.
         self._weight_decay_exclusions = tuple(var_names or ())
 
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        # Which variables decay is settled here, eagerly: the step only looks it
+        # up. Traced inside the step, the name matching stopped `torch.compile`
+        # (PyTorch 2.11: a KeyError on the compiled pattern in its dynamo).
+        for variable in var_list:
+            self._use_weight_decay(variable)
+
     def get_config(self):
         config = super().get_config()
         if self._weight_decay_exclusions:

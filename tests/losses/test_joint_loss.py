@@ -218,8 +218,9 @@ def test_an_inner_reduction_none_is_reduced_by_the_wrapper_with_weights_too(wrap
         sum(reference_triplet(rows[i : i + 1, :, :dim], 0.5, "cosine") for dim in dims)
         for i in range(6)
     ])
-    unweighted = np.asarray(loss(labels, rows.astype("float32")))
-    weighted = np.asarray(loss(labels, rows.astype("float32"), sample_weight=weights))
+    unweighted = keras.ops.convert_to_numpy(loss(labels, rows.astype("float32")))
+    weighted = keras.ops.convert_to_numpy(
+        loss(labels, rows.astype("float32"), sample_weight=weights))
     assert unweighted.shape == weighted.shape == ()
     np.testing.assert_allclose(unweighted, per_row.mean(), rtol=1e-5)
     np.testing.assert_allclose(weighted, np.sum(per_row * weights) / 6, rtol=1e-5)

@@ -254,6 +254,24 @@ def test_fit_leaves_the_excluded_bias_undecayed():
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
+def test_which_variables_decay_is_settled_when_the_optimizer_is_built(monkeypatch):
+    # The step only looks the answer up: matched inside a compiled step, the name
+    # patterns stopped `torch.compile` on PyTorch 2.11 (a run on a GPU machine).
+    from keras_cosent.optimizers import adam_w
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    kernel, bias = (keras.ops.convert_to_numpy(v) for v in model.trainable_variables)
+    optimizer = adamw(0.05, weight_decay=0.5)
+    optimizer.build(model.trainable_variables)
+    monkeypatch.setattr(adam_w, "re", None)  # matching a name now raises
+    # Zero gradients: Adam moves nothing, so only the decoupled decay shows.
+    optimizer.apply([keras.ops.zeros((3, 2)), keras.ops.zeros((2,))],
+                    model.trainable_variables)
+    got_kernel, got_bias = (keras.ops.convert_to_numpy(v) for v in model.trainable_variables)
+    np.testing.assert_allclose(got_kernel, kernel * (1 - 0.05 * 0.5), rtol=1e-6)
+    np.testing.assert_array_equal(got_bias, bias)
+
+
 def test_a_numpy_epsilon_is_taken():
     assert AdamW(learning_rate=0.1, epsilon=np.float32(1e-6)).epsilon == pytest.approx(1e-6)
 
