@@ -88,7 +88,10 @@ class SoftmaxClassifierHead(keras.layers.Layer):
     def call(self, inputs):
         u = inputs[:, 0, :]
         v = inputs[:, 1, :]
-        return self.dense(ops.concatenate([u, v, ops.abs(u - v)], axis=-1))
+        # |u - v| as d * sign(d): JAX's abs takes the derivative 1 at 0 (a pair of
+        # identical sentences), PyTorch's and TensorFlow's 0, as the peer trains.
+        difference = u - v
+        return self.dense(ops.concatenate([u, v, difference * ops.sign(difference)], axis=-1))
 
     def compute_output_shape(self, input_shape):
         self._check_shape(input_shape)

@@ -24,6 +24,31 @@ def test_logits_match_numpy():
     np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_identical_embeddings_get_the_subgradient_zero_of_abs_on_every_backend():
+    # A pair of identical sentences: |u - v| at 0, where JAX's abs took the
+    # derivative 1 and torch.abs (the peer's head, the reference) takes 0.
+    import torch
+
+    from tests.losses import helpers
+
+    pairs = np.random.default_rng(1).normal(size=(3, 2, 4)).astype("float32")
+    pairs[1, 1] = pairs[1, 0]
+    pairs[2, 1, :2] = pairs[2, 0, :2]
+    head = SoftmaxClassifierHead(num_labels=3, bias_initializer="random_normal")
+    head.build(pairs.shape)
+    kernel = keras.ops.convert_to_numpy(head.dense.kernel).astype("float64")
+    bias = keras.ops.convert_to_numpy(head.dense.bias).astype("float64")
+    weights = np.random.default_rng(2).normal(size=(3, 3))
+    _, grad = helpers.value_and_grad(
+        lambda p: keras.ops.sum(head(p) * keras.ops.convert_to_tensor(weights, "float32")),
+        pairs)
+    t = torch.tensor(pairs, dtype=torch.float64, requires_grad=True)
+    u, v = t[:, 0], t[:, 1]
+    logits = torch.cat([u, v, torch.abs(u - v)], dim=1) @ torch.tensor(kernel) + torch.tensor(bias)
+    (logits * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(grad, t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_output_shape_and_bad_input_shape():
     head = SoftmaxClassifierHead(num_labels=3)
     assert head.compute_output_shape((None, 2, 8)) == (None, 3)
