@@ -10,6 +10,30 @@ from recipes.progress import announced
 from recipes.progress import prefixed
 
 
+class Truncating:
+    """An encoder whose `encode` returns the first `dim` coordinates of `encoder`'s
+    embeddings, re-normalised, as `SentenceEncoder.encode(truncate_dim=dim)` does
+    (`keras_cosent.utils.truncate_embeddings`).
+
+    `cache` (a dict) holds each call's full embeddings, keyed by its texts: the
+    encoders of several sizes that share one encode the texts once (`keras-cosent
+    evaluate --truncate-dim 384,128,64`).
+    """
+
+    def __init__(self, encoder, dim, cache):
+        self._encoder, self.dim, self._cache = encoder, dim, cache
+
+    def encode(self, texts, batch_size=32, **options):
+        import keras
+
+        from keras_cosent.utils import truncate_embeddings
+
+        key = tuple(texts)
+        if key not in self._cache:
+            self._cache[key] = self._encoder.encode(texts, batch_size=batch_size, **options)
+        return keras.ops.convert_to_numpy(truncate_embeddings(self._cache[key], self.dim))
+
+
 def evaluate_sts(encoder, dataset, batch_size=64, note=None):
     """Corpus-level Spearman and Pearson (x 100) of pair cosines against the labels.
 

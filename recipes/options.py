@@ -208,6 +208,23 @@ def check_truncate_dim_option(truncate_dim, encoder, model):
         )
 
 
+def parse_sizes(value):
+    """'384, 256' -> (384, 256): positive, distinct integers separated by commas, or
+    raises click's BadParameter naming the bad word (the model's size is checked later)."""
+    sizes = []
+    for word in value.split(","):
+        word = word.strip()
+        if not (word.isascii() and word.isdigit()) or int(word) <= 0:
+            raise click.BadParameter(
+                f"{word!r} in {value!r} is not a positive integer; expected sizes separated "
+                "by commas, e.g. 384,256,128,64"
+            )
+        if int(word) in sizes:
+            raise click.BadParameter(f"{value!r} repeats {int(word)}; give each size once")
+        sizes.append(int(word))
+    return tuple(sizes)
+
+
 def truncate_dim_option(what):
     """`--truncate-dim D`: `what` the first D coordinates of each embedding (Matryoshka)."""
     return click.option(

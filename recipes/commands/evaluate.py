@@ -22,6 +22,7 @@ from recipes.options import batch_size_option
 from recipes.options import faiss_option
 from recipes.options import identical_ids_option
 from recipes.options import max_length_option
+from recipes.options import parse_sizes
 from recipes.options import parse_text_columns
 from recipes.options import text_column_options
 from recipes.options import unknown_ids_option
@@ -77,6 +78,12 @@ CLUSTERING_FORMATS = COLUMN_FORMATS
               "query by query.")
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace an existing --json file.")
+@click.option("--truncate-dim", "truncate_dims", default=None,
+              callback=lambda ctx, param, value: None if value is None else parse_sizes(value),
+              show_default="the full embedding",
+              help="Evaluate the first D coordinates of each embedding, re-normalised (for "
+              "models trained with --matryoshka-dims); several sizes separated by commas "
+              "(384,128,64) give one row each, from one encoding.")
 @faiss_option
 @identical_ids_option("its ranking (--task retrieval)")
 @unknown_ids_option
@@ -84,7 +91,7 @@ CLUSTERING_FORMATS = COLUMN_FORMATS
 @pass_environment
 @click.pass_context
 def evaluate(ctx, env, model, data, task, format, text_columns, label_column, split, top_k,
-             batch_size, max_length, json_path, per_query, overwrite, use_faiss,
+             batch_size, max_length, json_path, per_query, overwrite, truncate_dims, use_faiss,
              ignore_identical_ids, unknown_ids):
     """Evaluate MODEL on DATA.
 
@@ -149,20 +156,24 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
             data, format, parse_text_columns(text_columns), label_column, option="DATA"
         )
         encoder = load_encoder(model, max_length=max_length)
-        result = evaluate_sts(encoder, dataset, batch_size=batch_size, note=env.note)
+        results = {dim: evaluate_sts(encoder_at, dataset, batch_size=batch_size, note=note)
+                   for dim, encoder_at, note in _sizes(env, encoder, model, truncate_dims,
+                                                       "distinct sentences")}
         name = os.path.basename(data)
-        record = {"model": model_record, "data": os.path.abspath(data), "format": format, **result}
+        record = {"model": model_record, "data": os.path.abspath(data), "format": format}
     elif task == "clustering":
         from recipes.data_loading import read_labelled_texts
         from recipes.evaluation import evaluate_clustering
 
         texts, labels = read_labelled_texts(data, format, text_column, label_column)
         encoder = load_encoder(model, max_length=max_length)
-        result = evaluate_clustering(encoder, texts, labels, batch_size=batch_size,
-                                     note=env.note)
+        results = {dim: evaluate_clustering(encoder_at, texts, labels, batch_size=batch_size,
+                                            note=note)
+                   for dim, encoder_at, note in _sizes(env, encoder, model, truncate_dims,
+                                                       "texts")}
         name = os.path.basename(data)
         record = {"model": model_record, "data": os.path.abspath(data), "task": task,
-                  "text_column": text_column, "label_column": label_column, **result}
+                  "text_column": text_column, "label_column": label_column}
     else:
         from recipes.data_loading import read_retrieval_folder
         from recipes.evaluation import evaluate_retrieval
@@ -172,18 +183,49 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
                                         env=env)
         note_identical_ids(env, dataset, "DATA", ignore_identical_ids)
         encoder = load_encoder(model, max_length=max_length)
-        result = evaluate_retrieval(encoder, dataset, batch_size=batch_size, top_k=top_k,
-                                    per_query=per_query, use_faiss=use_faiss,
-                                    ignore_identical_ids=ignore_identical_ids, note=env.note)
+        results = {dim: evaluate_retrieval(encoder_at, dataset, batch_size=batch_size,
+                                           top_k=top_k, per_query=per_query,
+                                           use_faiss=use_faiss,
+                                           ignore_identical_ids=ignore_identical_ids, note=note)
+                   for dim, encoder_at, note in _sizes(env, encoder, model, truncate_dims,
+                                                       "queries", "documents")}
         name = f"{os.path.basename(os.path.normpath(data))} ({split})"
         record = {"model": model_record, "data": os.path.abspath(data), "task": task,
                   "split": split, "top_k": top_k, "search": "faiss" if use_faiss else "numpy",
-                  "ignore_identical_ids": ignore_identical_ids, **result}
-        result = {key: value for key, value in result.items() if key != "per_query"}
-    env.log(results_table({name: result}))
+                  "ignore_identical_ids": ignore_identical_ids}
+    if truncate_dims is None:
+        record.update(results[None])
+        rows = {name: results[None]}
+    elif len(truncate_dims) == 1:
+        record.update(truncate_dim=truncate_dims[0], **results[truncate_dims[0]])
+        rows = {f"{name}, dim {truncate_dims[0]}": results[truncate_dims[0]]}
+    else:
+        record.update(truncate_dims=list(truncate_dims),
+                      by_dim={str(dim): result for dim, result in results.items()})
+        rows = {f"{name}, dim {dim}": result for dim, result in results.items()}
+    rows = {row: {key: value for key, value in result.items() if key != "per_query"}
+            for row, result in rows.items()}
+    env.log(results_table(rows))
     if json_path is not None:
         write_json(json_path, record)
         env.note(f"results written to {json_path}")
+
+
+def _sizes(env, encoder, model, truncate_dims, *what):
+    """`(dim, encoder, note)` for each size --truncate-dim asks for (`(None, encoder,
+    env.note)`: the full embedding, without it). The sizes' encoders share one
+    encoding of each text set, announced once with a progress bar (`what` names
+    the sets in turn), and evaluate it without announcing it again."""
+    from recipes.evaluation import Truncating
+    from recipes.options import check_truncate_dim_option
+    from recipes.progress import announced
+
+    if truncate_dims is None:
+        return [(None, encoder, env.note)]
+    for dim in truncate_dims:
+        check_truncate_dim_option(dim, encoder, model)
+    shared, cache = announced(encoder, env.note, *what), {}
+    return [(dim, Truncating(shared, dim, cache), None) for dim in truncate_dims]
 
 
 def _check_task_options(ctx, task):

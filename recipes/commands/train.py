@@ -39,6 +39,7 @@ from recipes.options import _check_text_columns
 from recipes.options import backend_option
 from recipes.options import faiss_option
 from recipes.options import identical_ids_option
+from recipes.options import parse_sizes
 from recipes.options import text_column_options
 from recipes.options import unknown_ids_option
 from recipes.output_files import refuse_inputs_inside
@@ -76,20 +77,7 @@ def _check_eval_text_columns(ctx, param, value):
 
 def _check_matryoshka_dims(ctx, param, value):
     """'384, 256' -> '384,256': positive, distinct integers (the model's size is checked later)."""
-    if value is None:
-        return None
-    dims = []
-    for word in value.split(","):
-        word = word.strip()
-        if not (word.isascii() and word.isdigit()) or int(word) <= 0:
-            raise click.BadParameter(
-                f"{word!r} in {value!r} is not a positive integer; expected sizes separated "
-                "by commas, e.g. 384,256,128,64"
-            )
-        if int(word) in dims:
-            raise click.BadParameter(f"{value!r} repeats {int(word)}; give each size once")
-        dims.append(int(word))
-    return ",".join(map(str, dims))
+    return None if value is None else ",".join(map(str, parse_sizes(value)))
 
 
 @click.command(

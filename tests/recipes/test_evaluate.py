@@ -117,6 +117,57 @@ def test_json_output_is_never_the_data_file(cli, trained_run, small_dev):
     assert small_dev.read_bytes() == before
 
 
+def test_truncated_sizes_equal_scipy_on_the_first_coordinates(cli, trained_run, tmp_path):
+    # A Matryoshka model's quality at each size: one row per size, one encoding.
+    out = tmp_path / "eval.json"
+    result = cli("evaluate", trained_run["output"], trained_run["dev"], "--truncate-dim",
+                 "16, 8,4", "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    first, second, scores = read_pairs(trained_run["dev"])
+    encoder = keras.saving.load_model(trained_run["output"] / "encoder.keras")
+    assert record["truncate_dims"] == [16, 8, 4] and list(record["by_dim"]) == ["16", "8", "4"]
+    assert "spearman" not in record
+    for dim in (16, 8, 4):
+        sliced = _Sliced(encoder, dim)
+        assert_equals_scipy(record["by_dim"][str(dim)], sliced, first, second, scores)
+    assert record["by_dim"]["4"]["spearman"] != record["by_dim"]["16"]["spearman"]
+    rows = [line.split() for line in result.stdout.splitlines()[1:]]
+    dev = trained_run["dev"].name
+    assert [row[:3] for row in rows] == [[f"{dev},", "dim", str(d)] for d in (16, 8, 4)]
+    assert [row[-2] for row in rows] == [f"{record['by_dim'][str(d)]['spearman']:.2f}"
+                                         for d in (16, 8, 4)]
+    assert result.stderr.count("encoding ") == 1
+
+    # One size: its figures at the top level, as without the option.
+    out = tmp_path / "one.json"
+    result = cli("evaluate", trained_run["output"], trained_run["dev"], "--truncate-dim", 8,
+                 "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["truncate_dim"] == 8
+    assert_equals_scipy(record, _Sliced(encoder, 8), first, second, scores)
+
+    # Sizes the model does not have, or that are no sizes: refused, nothing written.
+    for value, message in (("8,17", "17 is larger than the embedding dimension 16"),
+                           ("8,8", "repeats 8"), ("0", "'0' in '0' is not a positive integer")):
+        out = tmp_path / "refused.json"
+        result = cli("evaluate", trained_run["output"], trained_run["dev"], "--truncate-dim",
+                     value, "--json", out)
+        assert_one_line_error(result, "--truncate-dim", message)
+        assert not out.exists()
+
+
+class _Sliced:
+    """The first `dim` coordinates of `encoder`'s embeddings (cosines ignore the norm)."""
+
+    def __init__(self, encoder, dim):
+        self.encoder, self.dim = encoder, dim
+
+    def encode(self, texts, **options):
+        return np.asarray(self.encoder.encode(texts, **options))[:, : self.dim]
+
+
 def test_an_existing_json_is_kept_unless_overwrite(cli, trained_run, small_dev, tmp_path):
     out = tmp_path / "eval.json"
     out.write_text("{\"earlier\": true}\n")

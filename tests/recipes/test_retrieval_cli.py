@@ -147,6 +147,22 @@ def test_evaluate_retrieval_equals_numpy_and_pytrec_eval(cli, minilm, shared_dat
     assert "150/150" in result.stderr and "/sentence" not in result.stdout
 
 
+def test_evaluate_retrieval_at_a_truncated_size_equals_numpy(cli, minilm, shared_data, tmp_path):
+    folder = subset_beir(shared_data / "retrieval" / "stsb-en-test", "test", tmp_path / "sub",
+                         num_queries=20, num_docs=80)
+    _, record = evaluate_retrieval_cli(cli, folder, tmp_path, "--truncate-dim", 8)
+    assert record["truncate_dim"] == 8
+
+    class FirstCoordinates:
+        def encode(self, texts, **options):
+            return np.asarray(minilm.encode(texts, **options))[:, :8]
+
+    expected = reference_metrics(FirstCoordinates(), folder, "test")
+    for key, value in expected.items():
+        assert record[key] == pytest.approx(value, abs=1e-4), key
+    assert expected != reference_metrics(minilm, folder, "test")
+
+
 def count_faiss_searches(monkeypatch):
     """Makes faiss's exact index record each search's corpus size; returns the record."""
     import faiss  # in the test extras
