@@ -7,7 +7,9 @@ objective names come from the library's one table, `OBJECTIVE`, read only when
 a value is checked or help is shown, after the backend is applied.
 """
 
+import json
 import math
+import pathlib
 
 import click
 
@@ -198,14 +200,42 @@ def parse_text_columns(value):
     return tuple(value.split(","))
 
 
-def check_truncate_dim_option(truncate_dim, encoder, model):
-    """`--truncate-dim` must not exceed the model's embedding size (click checked it is >= 1)."""
-    if truncate_dim is not None and truncate_dim > encoder.embedding_dim:
+def check_truncate_dim_option(truncate_dim, encoder, model, note=None):
+    """`--truncate-dim` must not exceed the model's embedding size (click checked it is >= 1).
+
+    With `note`, a size that a keras-cosent run directory MODEL was not trained to
+    keep (not among its `--matryoshka-dims`, or none given) is noted: it is
+    allowed, but nothing trained it.
+    """
+    if truncate_dim is None:
+        return
+    if truncate_dim > encoder.embedding_dim:
         raise click.BadParameter(
             f"{truncate_dim} is larger than the embedding dimension "
             f"{encoder.embedding_dim} of {model}",
             param_hint="--truncate-dim",
         )
+    trained = _trained_matryoshka_dims(model)
+    if note is None or trained is False or truncate_dim == encoder.embedding_dim:
+        return
+    if trained is None:
+        note(f"--truncate-dim {truncate_dim}: {model} was trained without --matryoshka-dims, "
+             "so nothing trained its first coordinates to stand alone")
+    elif truncate_dim not in trained:
+        note(f"--truncate-dim {truncate_dim}: {model} was trained with --matryoshka-dims "
+             f"{','.join(map(str, trained))}, not this size")
+
+
+def _trained_matryoshka_dims(model):
+    """The `--matryoshka-dims` a keras-cosent run directory was trained with (a tuple),
+    None for a run without them, False where MODEL is no readable run directory."""
+    try:
+        with open(pathlib.Path(model) / "config.json", encoding="utf-8") as f:
+            config = json.load(f)["config"]
+        dims = config["matryoshka_dims"]
+        return None if dims is None else tuple(int(d) for d in str(dims).split(","))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def parse_sizes(value):

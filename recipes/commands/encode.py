@@ -75,7 +75,7 @@ def encode(env, model, input, output, batch_size, max_length, truncate_dim, over
     from recipes.progress import encoding_bar
 
     encoder = load_encoder(model, max_length=max_length)
-    check_truncate_dim_option(truncate_dim, encoder, model)
+    check_truncate_dim_option(truncate_dim, encoder, model, env.note)
     shape = (len(sentences), truncate_dim or encoder.embedding_dim)
 
     # Written beside the target and renamed, so a failure leaves no partial file.

@@ -222,8 +222,10 @@ def _sizes(env, encoder, model, truncate_dims, *what):
 
     if truncate_dims is None:
         return [(None, encoder, env.note)]
-    for dim in truncate_dims:
+    for dim in truncate_dims:  # every size checked before any is noted
         check_truncate_dim_option(dim, encoder, model)
+    for dim in truncate_dims:
+        check_truncate_dim_option(dim, encoder, model, env.note)
     shared, cache = announced(encoder, env.note, *what), {}
     return [(dim, Truncating(shared, dim, cache), None) for dim in truncate_dims]
 

@@ -53,7 +53,7 @@ def export_st(env, model, directory, overwrite, truncate_dim):
         _refuse_overlap(model, resolve_checkpoint(model), directory)
 
     encoder = load_encoder(model)
-    check_truncate_dim_option(truncate_dim, encoder, model)
+    check_truncate_dim_option(truncate_dim, encoder, model, env.note)
     try:
         path = export_sentence_transformers(encoder, directory, overwrite=overwrite,
                                             truncate_dim=truncate_dim)

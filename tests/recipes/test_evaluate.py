@@ -138,6 +138,9 @@ def test_truncated_sizes_equal_scipy_on_the_first_coordinates(cli, trained_run, 
     assert [row[-2] for row in rows] == [f"{record['by_dim'][str(d)]['spearman']:.2f}"
                                          for d in (16, 8, 4)]
     assert result.stderr.count("encoding ") == 1
+    # The run trained no Matryoshka sizes: its truncations are noted, the full size not.
+    assert result.stderr.count("was trained without --matryoshka-dims") == 2
+    assert "--truncate-dim 16:" not in result.stderr
 
     # One size: its figures at the top level, as without the option.
     out = tmp_path / "one.json"

@@ -223,6 +223,17 @@ def test_matryoshka_dims_are_trained_recorded_and_replayed(cli, tiny_checkpoint,
     assert record["config"]["matryoshka_dims"] == "16,8,4"
     words = shlex.split(record["command"])
     assert words[words.index("--matryoshka-dims") + 1] == "16,8,4"
+    # A size the run did not train is encoded, with a note; a trained one without.
+    source = tmp_path / "s.txt"
+    source.write_text("A cat sits.\n", encoding="utf-8")
+    for dim, noted in ((6, True), (8, False)):
+        result = cli("encode", tmp_path / "run", source, "-o", tmp_path / f"{dim}.npy",
+                     "--truncate-dim", dim)
+        assert result.exit_code == 0, result.output
+        assert np.load(tmp_path / f"{dim}.npy").shape == (1, dim)
+        note = (f"--truncate-dim {dim}: {tmp_path / 'run'} was trained with --matryoshka-dims "
+                "16,8,4, not this size")
+        assert (note in result.stderr) == noted, result.stderr
 
 
 @pytest.mark.parametrize("dims, fragments", [
@@ -247,6 +258,8 @@ def test_encode_truncate_dim(cli, trained_run, tmp_path):
     result = cli("encode", trained_run["output"], source, "-o", tmp_path / "cut.npy",
                  "--truncate-dim", 6)
     assert result.exit_code == 0, result.output
+    assert (f"--truncate-dim 6: {trained_run['output']} was trained without --matryoshka-dims"
+            in result.stderr)
     full = np.load(tmp_path / "full.npy").astype("float64")[:, :6]
     np.testing.assert_allclose(np.load(tmp_path / "cut.npy"),
                                full / np.linalg.norm(full, axis=1, keepdims=True), atol=1e-5)
