@@ -26,7 +26,8 @@ def value_and_grad(fn, y_pred):
     elif backend == "torch":
         import torch
 
-        x = torch.tensor(y_pred, requires_grad=True)
+        # On Keras' device (a GPU's, where a layer's weights live there).
+        x = keras.ops.convert_to_tensor(y_pred).detach().clone().requires_grad_(True)
         value = fn(x)
         value.backward()
         value, grad = value.detach(), x.grad
