@@ -925,8 +925,14 @@ def build_config(backend, options, tuning=True):
 
 
 def command_line(ctx, config):
-    """The one shell command that repeats the run, every option spelled out."""
-    words = ["keras-cosent", "--backend", config["backend"]]
+    """The one shell command that repeats the run, every option spelled out; a
+    PyTorch run on several devices is launched by torchrun, one process each."""
+    devices = config.get("devices") or 1
+    if config["backend"] == "torch" and devices > 1:
+        words = ["torchrun", "--nproc_per_node", str(devices), "-m", "recipes"]
+    else:
+        words = ["keras-cosent"]
+    words += ["--backend", config["backend"]]
     if not config.get("tuning", True):
         words.append("--no-tuning")
     words.append(ctx.info_name)

@@ -27,7 +27,7 @@ def _parsed_options(command):
     """The option values click gives `train` for the stored command's words."""
     words = shlex.split(command)
     start = words.index("train")
-    with main.make_context("keras-cosent", words[1:start]) as group:
+    with main.make_context("keras-cosent", words[words.index("--backend"):start]) as group:
         tuning = group.params["tuning"]
     with train.make_context("train", words[start + 1:]) as ctx:
         params = dict(ctx.params)
@@ -109,6 +109,20 @@ def test_each_boolean_option_round_trips(param, value):
     for name, stored in config.items():
         if name in parsed:
             assert parsed[name] == stored, (name, command)
+
+
+@pytest.mark.parametrize("backend, devices, launcher", [
+    ("torch", 2, ["torchrun", "--nproc_per_node", "2", "-m", "recipes"]),
+    ("torch", 1, ["keras-cosent"]),
+    ("jax", 2, ["keras-cosent"]),  # one process spans the devices
+])
+def test_a_pytorch_run_on_several_devices_is_repeated_under_torchrun(backend, devices, launcher):
+    config = {**_config_of(devices=devices), "backend": backend}
+    with click.Context(train, info_name="train") as ctx:
+        command = command_line(ctx, config)
+    words = shlex.split(command)
+    assert words[: len(launcher) + 2] == launcher + ["--backend", backend], command
+    assert _parsed_options(command)["devices"] == devices
 
 
 def test_every_valued_option_round_trips():
