@@ -60,8 +60,11 @@ def warn_past_schedule(model, batches, epochs, initial_epoch=0):
     schedule = optimizer_learning_rate(optimizer)
     if not isinstance(schedule, WarmupLinearDecay):
         return
-    # Not through np.array, which NumPy 2 warns about for JAX's and PyTorch's variables.
-    done = int(optimizer.iterations)
+    # Not through NumPy, which warns about np.array of Keras' variables (NumPy 2);
+    # int() reads JAX's and PyTorch's, but refuses TensorFlow's MirroredVariable
+    # (the variable under several devices, tf.distribute), which numpy() reads.
+    value = optimizer.iterations.value
+    done = int(value.numpy()) if keras.backend.backend() == "tensorflow" else int(value)
     steps = max(int(epochs) - int(initial_epoch), 0) * len(batches)
     if done + steps > schedule.total_steps:
         warnings.warn(

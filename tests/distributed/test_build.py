@@ -31,6 +31,7 @@ def test_build_on_two_devices(tmp_path):
     assert result["rows"] == list(range(16))
     assert len(set(result["seeds"])) == 1, result["seeds"]
     assert result["build_multi_error"] is not None
+    assert len(result["losses"]) == 1 and result["losses"][0] > 0, result["losses"]
     assert "multi-dataset run trains on one device" in result["build_multi_error"]
     # An encoder created before the context: `fit` failed inside JAX or TensorFlow
     # (devices, `colocate_vars_with`); each PyTorch process holds its own copy.

@@ -1,6 +1,7 @@
 """`keras_cosent.training.build` against a set-up written out independently in the test."""
 
 import re
+import types
 
 import keras
 import numpy as np
@@ -414,6 +415,35 @@ def test_fit_past_the_planned_epochs_warns_that_the_rate_is_zero_there(objective
     assert rates[0] > 0 and rates[1] == 0  # the schedule's end, reached as planned
     with pytest.warns(UserWarning, match="from step 4, past the 4 steps"):
         setup.model.fit(setup.batches, epochs=1, verbose=0, shuffle=False)  # a third
+
+
+def test_the_schedule_check_reads_the_step_of_a_distributed_optimizer():
+    # fit's check that it stays inside the planned schedule read the step count
+    # with int(), which TensorFlow's MirroredVariable (several devices) refuses:
+    # every `train --devices 2` on TensorFlow stopped before its first step. One
+    # device under MirroredStrategy holds the same kind of variable.
+    import contextlib
+    import warnings
+
+    from keras_cosent.models.epoch_batches import warn_past_schedule
+    from keras_cosent.optimizers import WarmupLinearDecay
+
+    scope = contextlib.nullcontext()
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        scope = tf.distribute.MirroredStrategy(["/cpu:0"]).scope()
+    with scope:
+        optimizer = keras_cosent.optimizers.adamw(WarmupLinearDecay(1e-3, total_steps=4),
+                                                  weight_decay=0.0)
+        optimizer.build([keras.Variable(np.zeros(2, "float32"))])
+    optimizer.iterations.assign(3)
+    model = types.SimpleNamespace(optimizer=optimizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nor a NumPy warning about reading the variable
+        warn_past_schedule(model, [0], epochs=1)  # step 3 + 1 = the planned 4
+    with pytest.warns(UserWarning, match="takes 2 steps of 2 batches from step 3, past the 4"):
+        warn_past_schedule(model, [0, 1], epochs=1)
 
 
 @pytest.mark.heavy  # the clipping itself is tests/optimizers' on every backend
