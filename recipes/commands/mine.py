@@ -22,9 +22,11 @@ from recipes.options import FiniteFloatRange
 from recipes.options import SEED
 from recipes.options import backend_option
 from recipes.options import batch_size_option
+from recipes.options import check_truncate_dim_option
 from recipes.options import faiss_option
 from recipes.options import identical_ids_option
 from recipes.options import max_length_option
+from recipes.options import truncate_dim_option
 from recipes.options import unknown_ids_option
 from recipes.output_files import refuse_existing
 from recipes.output_files import refuse_input
@@ -86,6 +88,7 @@ def blank_line_between_records(path):
 @max_length_option
 @click.option("--overwrite", is_flag=True, default=False, show_default=True,
               help="Replace an existing --output.")
+@truncate_dim_option("Rank by the first D coordinates of each embedding, re-normalised")
 @faiss_option
 @identical_ids_option("its negatives")
 @unknown_ids_option
@@ -93,7 +96,7 @@ def blank_line_between_records(path):
 @pass_environment
 def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, range_max,
          margin, relative_margin, sampling, fill, seed, batch_size, max_length, overwrite,
-         use_faiss, ignore_identical_ids, unknown_ids):
+         truncate_dim, use_faiss, ignore_identical_ids, unknown_ids):
     """Mine hard negatives for each (query, positive) with MODEL.
 
     For each query the corpus is ranked by cosine; its known positives are
@@ -170,10 +173,13 @@ def mine(env, model, queries, corpus, qrels, output, num_negatives, range_min, r
         queries_arg, corpus_arg, positives = data.queries, data.corpus, data.qrels
         note_identical_ids(env, data, "--queries", ignore_identical_ids, mining=True)
     query_texts = list(data.queries.values())
-    encoder = announced(load_encoder(model, max_length=max_length), env.note, "queries",
-                        "documents")
-    query_embeddings = encoder.encode(query_texts, batch_size=batch_size)
-    corpus_embeddings = encoder.encode(list(data.corpus.values()), batch_size=batch_size)
+    loaded = load_encoder(model, max_length=max_length)
+    check_truncate_dim_option(truncate_dim, loaded, model, env.note)
+    encoder = announced(loaded, env.note, "queries", "documents")
+    query_embeddings = encoder.encode(query_texts, batch_size=batch_size,
+                                      truncate_dim=truncate_dim)
+    corpus_embeddings = encoder.encode(list(data.corpus.values()), batch_size=batch_size,
+                                       truncate_dim=truncate_dim)
     rows, report = mine_hard_negatives(
         queries_arg, corpus_arg, positives,
         query_embeddings=np.asarray(query_embeddings),

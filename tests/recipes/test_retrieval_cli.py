@@ -466,6 +466,31 @@ def test_mine_excludes_positives_and_keeps_window_and_margin(cli, minilm, mining
     assert any(row["negatives"] != [t for t, _ in reference[row["query"]][1][:5]] for row in rows)
 
 
+def test_mine_at_a_truncated_size_ranks_by_the_first_coordinates(cli, minilm, mining_folder,
+                                                                  tmp_path):
+    queries, corpus, qrels = read_beir_folder(mining_folder, "dev")
+
+    class FirstCoordinates:
+        def encode(self, texts, **options):
+            return np.asarray(minilm.encode(texts, **options))[:, :8]
+
+    reference = ranked_candidates(FirstCoordinates(), queries, corpus, qrels)
+    full = ranked_candidates(minilm, queries, corpus, qrels)
+    output = tmp_path / "cut.jsonl"
+    result = mine_cli(cli, mining_folder, output, "--truncate-dim", 8)
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(output)
+    for row in rows:
+        others = reference[row["query"]][1]
+        cos = dict(others)
+        # The best three at 8 coordinates; a swap only within float32 round-off.
+        expected = [text for text, _ in others[:3]]
+        assert (row["negatives"] == expected
+                or sorted(cos[n] for n in row["negatives"]) == pytest.approx(
+                    sorted(cos[n] for n in expected), abs=1e-5)), row
+    assert any(row["negatives"] != [t for t, _ in full[row["query"]][1][:3]] for row in rows)
+
+
 def test_mine_is_deterministic_and_reports_short_rows(cli, tiny_checkpoint, tmp_path):
     """With the tiny model on demo pairs: same seed, same file; a window too narrow
     for the count asked is reported."""
