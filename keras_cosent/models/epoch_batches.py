@@ -63,7 +63,8 @@ def warn_past_schedule(model, batches, epochs, initial_epoch=0):
     # Not through NumPy, which warns about np.array of Keras' variables (NumPy 2);
     # int() reads JAX's and PyTorch's, but refuses TensorFlow's MirroredVariable
     # (the variable under several devices, tf.distribute), which numpy() reads.
-    value = optimizer.iterations.value
+    # With gradient accumulation `iterations` is a computed tensor, not a variable.
+    value = getattr(optimizer.iterations, "value", optimizer.iterations)
     done = int(value.numpy()) if keras.backend.backend() == "tensorflow" else int(value)
     steps = max(int(epochs) - int(initial_epoch), 0) * len(batches)
     if done + steps > schedule.total_steps:

@@ -417,7 +417,8 @@ def test_fit_past_the_planned_epochs_warns_that_the_rate_is_zero_there(objective
         setup.model.fit(setup.batches, epochs=1, verbose=0, shuffle=False)  # a third
 
 
-def test_the_schedule_check_reads_the_step_of_a_distributed_optimizer():
+@pytest.mark.parametrize("accumulation", [None, 2])
+def test_the_schedule_check_reads_the_step_of_a_distributed_optimizer(accumulation):
     # fit's check that it stays inside the planned schedule read the step count
     # with int(), which TensorFlow's MirroredVariable (several devices) refuses:
     # every `train --devices 2` on TensorFlow stopped before its first step. One
@@ -434,10 +435,12 @@ def test_the_schedule_check_reads_the_step_of_a_distributed_optimizer():
 
         scope = tf.distribute.MirroredStrategy(["/cpu:0"]).scope()
     with scope:
-        optimizer = keras_cosent.optimizers.adamw(WarmupLinearDecay(1e-3, total_steps=4),
-                                                  weight_decay=0.0)
+        optimizer = keras_cosent.optimizers.AdamW(
+            learning_rate=WarmupLinearDecay(1e-3, total_steps=4), weight_decay=0.0,
+            gradient_accumulation_steps=accumulation)
         optimizer.build([keras.Variable(np.zeros(2, "float32"))])
-    optimizer.iterations.assign(3)
+    # With gradient accumulation the step is computed: 6 batches make 3 steps.
+    optimizer._iterations.assign(3 * (accumulation or 1))
     model = types.SimpleNamespace(optimizer=optimizer)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nor a NumPy warning about reading the variable
