@@ -21,6 +21,7 @@ import keras
 import numpy as np
 
 from keras_cosent import compat
+from keras_cosent.utils.scalars import scalar
 
 GUARD_LOG_KEY = "collapse_guard"
 
@@ -235,7 +236,7 @@ class CollapseGuard(keras.callbacks.Callback):
     def _fire(self, epoch, score):
         model = self.model  # on JAX, reading it syncs the trainer's state first
         model.set_weights(self._best_weights)
-        old = float(np.asarray(keras.ops.convert_to_numpy(self._rate)))
+        old = float(scalar(self._rate))
         self._rate.assign(old * self.factor)
         self.fired_epochs.append(epoch)
         if self.verbose:

@@ -53,6 +53,7 @@ def warn_past_schedule(model, batches, epochs, initial_epoch=0):
     """
     from keras_cosent.compat import optimizer_learning_rate
     from keras_cosent.optimizers.warmup_linear_decay import WarmupLinearDecay
+    from keras_cosent.utils.scalars import scalar
 
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None or not hasattr(batches, "__len__"):
@@ -60,12 +61,8 @@ def warn_past_schedule(model, batches, epochs, initial_epoch=0):
     schedule = optimizer_learning_rate(optimizer)
     if not isinstance(schedule, WarmupLinearDecay):
         return
-    # Not through NumPy, which warns about np.array of Keras' variables (NumPy 2);
-    # int() reads JAX's and PyTorch's, but refuses TensorFlow's MirroredVariable
-    # (the variable under several devices, tf.distribute), which numpy() reads.
     # With gradient accumulation `iterations` is a computed tensor, not a variable.
-    value = getattr(optimizer.iterations, "value", optimizer.iterations)
-    done = int(value.numpy()) if keras.backend.backend() == "tensorflow" else int(value)
+    done = int(scalar(optimizer.iterations))
     steps = max(int(epochs) - int(initial_epoch), 0) * len(batches)
     if done + steps > schedule.total_steps:
         warnings.warn(

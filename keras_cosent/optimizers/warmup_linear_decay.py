@@ -10,6 +10,7 @@ from keras import ops
 from keras_cosent.api_export import keras_cosent_export
 from keras_cosent.utils.arguments import check_positive_float
 from keras_cosent.utils.arguments import is_int
+from keras_cosent.utils.scalars import scalar
 
 
 @keras_cosent_export
@@ -93,7 +94,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             "peak_learning_rate": self.peak_learning_rate,
             "total_steps": self.total_steps,
             "warmup_steps": self.warmup_steps,
-            "multiplier": float(ops.convert_to_numpy(self.multiplier)),
+            "multiplier": float(scalar(self.multiplier)),
         }
 
 
