@@ -195,6 +195,14 @@ def build(
         A `TrainingSetup` with `model` (compiled), `batches`, `optimizer`,
         `loss`, `encoder`, `dataset` and `objective`.
 
+    Mixed precision has no argument here: set Keras' global policy
+    (`keras.mixed_precision.set_global_policy("mixed_bfloat16")`) before
+    creating the encoder, as `keras-cosent train --mixed-precision` does. The
+    model computes under it, the loss and the scores stay float32, and under
+    `mixed_float16` the optimizer scales the loss. `mixed_float16` needs a GPU
+    on TensorFlow and JAX: XLA on a CPU has no float16 matrix product (JAX
+    stops, TensorFlow's loss turns nan; the command line refuses it there).
+
     Example:
 
     >>> import numpy as np
