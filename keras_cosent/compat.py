@@ -7,7 +7,8 @@ model's loss tracker and saved compile arguments, reading keras-hub's feed-forwa
 layer and its preset file helpers, replacing the TensorFlow backend's dropout and
 `PyDataset` adapter, reducing a loss's values as `keras.losses.Loss` does, turning
 off Keras' per-replica loss scaling while a loss over a gathered global batch is
-computed, and reading TensorFlow's graph context and op registry. Each is reached
+computed, and reading TensorFlow's graph context, op registry and whether it has
+run an op yet. Each is reached
 through one function here, so that an upgrade that renames one breaks in this
 file, with `PrivateAPIError` naming the symbol, the installed version and the
 version it was written against, rather than with an `AttributeError` deep inside a
@@ -18,6 +19,7 @@ ones that are gone; `tests/test_compat.py` fails with that list.
 """
 
 import importlib
+import sys
 import threading
 
 # The releases each private name below was read from (setup.cfg pins them).
@@ -223,6 +225,17 @@ def tensorflow_op_def_registry():
     return _import("tensorflow", "tensorflow.python.framework.op_def_registry")
 
 
+def tensorflow_started():
+    """Whether TensorFlow has created its eager context, and with it its devices and
+    their allocators: at its first op. False while TensorFlow is not imported (this
+    never imports it)."""
+    if "tensorflow" not in sys.modules:
+        return False
+    context = _import("tensorflow", "tensorflow.python.eager.context", "context")()
+    return bool(_attribute("tensorflow", context, "_initialized",
+                           "tensorflow.python.eager.context.Context"))
+
+
 # === JAX ===
 
 
@@ -273,6 +286,7 @@ def _check_tensorflow():
     py_dataset_adapter()
     in_xla_context()
     tensorflow_op_def_registry()
+    tensorflow_started()
 
 
 def check_private_api():

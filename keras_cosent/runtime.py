@@ -218,22 +218,23 @@ def _apply_tf_bfc_allocator():
     if previous is not _MISSING:
         # Read as TensorFlow's ReadBoolFromEnvVar reads it: "true" or "1", in any case.
         return {"on": previous.lower() in ("true", "1"), "detail": f"set by the user: {previous}"}
+    from keras_cosent import compat
+
+    if compat.tensorflow_started():
+        return {"on": False, "detail": "too late: TensorFlow has run an op (its CPU allocator "
+                                       "is chosen for the life of the process)"}
     os.environ[TF_CPU_ALLOCATOR_ENV] = "true"
 
     def undo():
         os.environ.pop(TF_CPU_ALLOCATOR_ENV, None)
-        if "tensorflow" in sys.modules:
-            # Read at TensorFlow's first op: after that its allocator is chosen.
+        if compat.tensorflow_started():
             return {"on": False, "detail": "turned off (TF_CPU_ALLOCATOR_USE_BFC removed), "
-                    "but TensorFlow was imported: once it has run an op, the pooling "
-                    "allocator stays for the life of the process"}
+                    "but TensorFlow has run an op since: the pooling allocator stays for the "
+                    "life of the process"}
         return None
 
     _undo["tf_bfc_allocator"] = undo
-    detail = "TF_CPU_ALLOCATOR_USE_BFC=true"
-    if "tensorflow" in sys.modules:
-        detail += " (TensorFlow was already imported: in effect only if it had run no op yet)"
-    return {"on": True, "detail": detail}
+    return {"on": True, "detail": "TF_CPU_ALLOCATOR_USE_BFC=true"}
 
 
 # === glibc_pool ===

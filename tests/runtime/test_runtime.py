@@ -98,26 +98,54 @@ def test_importing_keras_cosent_changes_no_environment_variable_and_no_keras_fun
 # === tf_bfc_allocator ===
 
 
-@pytest.mark.parametrize("tensorflow_imported", [False, True])
-def test_bfc_allocator_sets_the_variable_and_takes_it_back(monkeypatch, tensorflow_imported):
+@pytest.mark.parametrize("started_since", [False, True])
+def test_bfc_allocator_sets_the_variable_and_takes_it_back(monkeypatch, started_since):
     monkeypatch.delenv(runtime.TF_CPU_ALLOCATOR_ENV, raising=False)
+    monkeypatch.setattr(compat, "tensorflow_started", lambda: False)
     record = runtime.enable(["tf_bfc_allocator"], backend="tensorflow")
-    assert record["tf_bfc_allocator"]["on"] is True
+    assert record["tf_bfc_allocator"] == {"on": True, "detail": "TF_CPU_ALLOCATOR_USE_BFC=true"}
     assert os.environ[runtime.TF_CPU_ALLOCATOR_ENV] == "true"
-    if tensorflow_imported:
-        monkeypatch.setitem(sys.modules, "tensorflow", sys.modules.get("tensorflow", object()))
-    else:
-        monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    monkeypatch.setattr(compat, "tensorflow_started", lambda: started_since)
     after = runtime.disable()["tf_bfc_allocator"]
     assert runtime.TF_CPU_ALLOCATOR_ENV not in os.environ
-    if tensorflow_imported:
+    if started_since:
         # TensorFlow reads the variable at its first op and keeps that allocator:
         # "turned off" was untrue (its memory figures stayed the pool's).
         assert after["on"] is False
-        assert "once it has run an op, the pooling allocator stays for the life of the " \
+        assert "has run an op since: the pooling allocator stays for the life of the " \
                "process" in after["detail"]
     else:
         assert after == {"on": False, "detail": "turned off"}
+
+
+@once_in("tensorflow")
+def test_bfc_allocator_is_on_until_tensorflows_first_op_and_too_late_after():
+    # As the command line does: TensorFlow imported (keras-hub's tokenizers need
+    # it) but no op run yet. The record said "in effect only if it had run no op
+    # yet" on every TensorFlow run, which a user could not check.
+    code = textwrap.dedent("""
+        import json, os
+        os.environ["KERAS_BACKEND"] = "tensorflow"
+        import tensorflow as tf
+        from keras_cosent import compat, runtime
+        tf.config.list_physical_devices("GPU")
+        before = compat.tensorflow_started()
+        first = runtime.enable(["tf_bfc_allocator"], backend="tensorflow")["tf_bfc_allocator"]
+        tf.constant(1.0) + 1
+        started = compat.tensorflow_started()
+        off = runtime.disable(["tf_bfc_allocator"])["tf_bfc_allocator"]
+        again = runtime.enable(["tf_bfc_allocator"], backend="tensorflow")["tf_bfc_allocator"]
+        print(json.dumps([before, first, started, off, again,
+                          os.environ.get("TF_CPU_ALLOCATOR_USE_BFC")]))
+    """)
+    before, first, started, off, again, variable = json.loads(run_child(code))
+    assert (before, started) == (False, True)
+    assert first == {"on": True, "detail": "TF_CPU_ALLOCATOR_USE_BFC=true"}
+    assert off["on"] is False and "the pooling allocator stays" in off["detail"]
+    # Set after the first op, the variable would change nothing: it is not set.
+    assert again == {"on": False, "detail": "too late: TensorFlow has run an op (its CPU "
+                                            "allocator is chosen for the life of the process)"}
+    assert variable is None
 
 
 @pytest.mark.parametrize("value, on", [("false", False), ("0", False), ("TRUE", True),
@@ -300,10 +328,14 @@ def test_the_cli_enables_what_applies_to_its_backend():
         from recipes.context import Environment
         Environment(%r).activate_backend()
         from keras_cosent import runtime
-        print(json.dumps({k: v["on"] for k, v in runtime.active().items()}))
+        print(json.dumps(runtime.active()))
     """ % backend)
-    on = json.loads(run_child(code))
+    record = json.loads(run_child(code))
+    on = {name: piece["on"] for name, piece in record.items()}
     assert on == {name: owner == backend for name, owner in runtime.PIECES.items()}
+    if backend == "tensorflow":
+        # Before TensorFlow's first op, so the allocator is in effect.
+        assert record["tf_bfc_allocator"]["detail"] == "TF_CPU_ALLOCATOR_USE_BFC=true"
 
 
 @once_in("tensorflow")
