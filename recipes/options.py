@@ -205,9 +205,17 @@ def check_truncate_dim_option(truncate_dim, encoder, model, note=None):
 
     With `note`, a size that a keras-cosent run directory MODEL was not trained to
     keep (not among its `--matryoshka-dims`, or none given) is noted: it is
-    allowed, but nothing trained it.
+    allowed, but nothing trained it. So is, without `--truncate-dim`, the
+    `truncate_dim` of a sentence-transformers folder (`export-st --truncate-dim`),
+    which sentence-transformers applies and keras-cosent does not.
     """
     if truncate_dim is None:
+        saved = _saved_truncate_dim(model)
+        if note is not None and saved is not None:
+            note(f"{model} was saved with truncate_dim {saved} (its "
+                 "config_sentence_transformers.json), which keras-cosent does not apply: "
+                 f"these are the full embeddings; pass --truncate-dim {saved} for their "
+                 f"first {saved} coordinates")
         return
     if truncate_dim > encoder.embedding_dim:
         raise click.BadParameter(
@@ -224,6 +232,17 @@ def check_truncate_dim_option(truncate_dim, encoder, model, note=None):
     elif truncate_dim not in trained:
         note(f"--truncate-dim {truncate_dim}: {model} was trained with --matryoshka-dims "
              f"{','.join(map(str, trained))}, not this size")
+
+
+def _saved_truncate_dim(model):
+    """The `truncate_dim` a sentence-transformers folder MODEL was saved with, or None."""
+    try:
+        path = pathlib.Path(model) / "config_sentence_transformers.json"
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f).get("truncate_dim")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return saved if isinstance(saved, int) and not isinstance(saved, bool) else None
 
 
 def _trained_matryoshka_dims(model):

@@ -221,6 +221,7 @@ def _sizes(env, encoder, model, truncate_dims, *what):
     from recipes.progress import announced
 
     if truncate_dims is None:
+        check_truncate_dim_option(None, encoder, model, env.note)
         return [(None, encoder, env.note)]
     for dim in truncate_dims:  # every size checked before any is noted
         check_truncate_dim_option(dim, encoder, model)

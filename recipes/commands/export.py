@@ -56,8 +56,8 @@ def export(env, model, base_dir, version, max_length, string_signatures, truncat
         # Loaded here even when saved, so that a --max-length beyond the model's
         # positions or a too large --truncate-dim is refused before the export starts.
         encoder = load_encoder(model, max_length=max_length)
-        if truncate_dim is not None:
-            check_truncate_dim_option(truncate_dim, encoder, model, env.note)
+    # Without --truncate-dim, only a note on a folder saved with truncate_dim.
+    check_truncate_dim_option(truncate_dim, encoder, model, env.note)
     if string_signatures and not has_tokenizer(encoder):
         raise CliError(f"MODEL {model} has no tokenizer, so the signatures that take "
                        "sentences cannot be built; pass --no-string-signatures to export "

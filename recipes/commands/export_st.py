@@ -34,7 +34,9 @@ def export_st(env, model, directory, overwrite, truncate_dim):
     """Write MODEL (a BERT encoder) to DIRECTORY as a sentence-transformers folder.
 
     SentenceTransformer(DIRECTORY) then embeds as MODEL does; transformers reads
-    its BertModel, and every keras-cosent command reads it back as MODEL.
+    its BertModel, and every keras-cosent command reads it back as MODEL (at
+    full width: --truncate-dim is not applied from the folder, and the commands
+    note it).
     """
     _refuse_overlap(model, model, directory)
     if os.path.isdir(directory) and os.listdir(directory) and not overwrite:

@@ -61,6 +61,29 @@ def test_export_st_writes_a_folder_the_peer_embeds_as_the_run_does(cli, trained_
     assert cli("export-st", trained_run["output"], target, "--overwrite").exit_code == 0
 
 
+def test_a_folder_saved_with_truncate_dim_is_read_back_at_full_width_with_a_note(
+        cli, trained_run, tmp_path):
+    import sentence_transformers as st
+
+    target = tmp_path / "st"
+    assert cli("export-st", trained_run["output"], target, "--truncate-dim", 8).exit_code == 0
+    source = tmp_path / "s.txt"
+    source.write_text("A man is playing a guitar.\nThe cat sat on the mat.\n", encoding="utf-8")
+    peer = st.SentenceTransformer(str(target), device="cpu").encode(
+        source.read_text().splitlines(), normalize_embeddings=True)
+    assert peer.shape == (2, 8)
+    note = (f"{target} was saved with truncate_dim 8 (its config_sentence_transformers.json), "
+            "which keras-cosent does not apply")
+    result = cli("encode", target, source, "-o", tmp_path / "full.npy")
+    assert result.exit_code == 0, result.output
+    assert note in result.stderr and "pass --truncate-dim 8" in result.stderr
+    assert np.load(tmp_path / "full.npy").shape == (2, 16)
+    result = cli("encode", target, source, "-o", tmp_path / "cut.npy", "--truncate-dim", 8)
+    assert result.exit_code == 0, result.output
+    assert note not in result.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "cut.npy"), peer, atol=1e-5, rtol=0)
+
+
 @pytest.mark.slow
 def test_export_then_check_serving(cli, trained_run, tmp_path):
     result = cli("export", trained_run["output"], tmp_path / "base")
