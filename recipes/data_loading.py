@@ -100,6 +100,21 @@ def read_retrieval_folder(folder, split=None, option="FOLDER", split_option="--s
     return dataset
 
 
+def refuse_blank_queries(dataset, option):
+    """Refuses a split to score whose judged queries include a blank one, naming `option`
+    and the split (`RetrievalEvaluator` refuses it too, without them)."""
+    from keras_cosent.callbacks.retrieval_evaluator import blank_queries
+
+    blank = blank_queries(dataset.queries, list(dataset.qrels))
+    if blank:
+        raise CliError(
+            f"{option} {dataset.source}: {len(blank)} judged quer"
+            f"{'y has' if len(blank) == 1 else 'ies have'} a blank text in queries.jsonl "
+            f"(first: {blank[:5]}), nothing to search with; fix the text or drop the "
+            "query's judgements"
+        )
+
+
 @contextlib.contextmanager
 def reader_notes(env):
     """Shows the `UserWarning`s raised in the block as `env.note`s (none: left as warnings)."""

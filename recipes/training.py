@@ -195,6 +195,8 @@ def read_retrieval_splits(config, env):
     if train is not None:
         check_enough_pairs(train, config, size)
     dev_option = "--dev-retrieval-holdout" if size is not None else "--dev-retrieval"
+    if dev is not None:
+        data_loading.refuse_blank_queries(dev, dev_option)
     for data, option in ((train, "--train-retrieval"), (dev, dev_option)):
         if data is not None:
             note_identical_ids(env, data, option, config.get("ignore_identical_ids", False),

@@ -41,7 +41,8 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         corpus: `{doc_id: text}`, a mapping.
         qrels: `{query_id: {doc_id: int relevance}}`. Ids of all three are
             compared as strings (`1` and `"1"` are the same id); every query
-            it names should be in `queries`.
+            it names should be in `queries`, and those it scores (with a
+            document of relevance >= 1) should have a text that is not blank.
         name: prefix of the log keys.
         encoder: object with `encode(texts, batch_size=...)`; defaults to the
             `encoder` attribute of the model being trained.
@@ -134,6 +135,14 @@ class RetrievalEvaluator(keras.callbacks.Callback):
         self.query_ids = [q for q in qrels if any(s >= 1 for s in qrels[q].values())]
         if not self.query_ids:
             raise ValueError("No query of `qrels` has a relevant document (score >= 1).")
+        blank = blank_queries(queries, self.query_ids)
+        if blank:
+            # Scored, it ranked the corpus by the embedding of no text at all.
+            raise ValueError(
+                f"{len(blank)} scored quer{'y has' if len(blank) == 1 else 'ies have'} a blank "
+                f"text in `queries` (first: {blank[:5]}): nothing to search with. Fix the "
+                "text, or leave the query out of `qrels`."
+            )
         self.query_texts = [queries[q] for q in self.query_ids]
         # In trec_eval's tie order (document id descending): the search keeps the
         # first of tied documents by position, so a tie across the search depth
@@ -234,6 +243,11 @@ class RetrievalEvaluator(keras.callbacks.Callback):
                 f"{self.name}_recall@10={values['recall@10']:.4f} "
                 f"{self.name}_map@100={values['map@100']:.4f}"
             )
+
+
+def blank_queries(queries, query_ids):
+    """The ids among `query_ids` whose text in `queries` is empty or whitespace."""
+    return [q for q in query_ids if not queries[q].strip()]
 
 
 def _texts_by_id(items, name):

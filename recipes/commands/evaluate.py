@@ -176,11 +176,13 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
                   "text_column": text_column, "label_column": label_column}
     else:
         from recipes.data_loading import read_retrieval_folder
+        from recipes.data_loading import refuse_blank_queries
         from recipes.evaluation import evaluate_retrieval
         from recipes.evaluation import note_identical_ids
 
         dataset = read_retrieval_folder(data, split, option="DATA", unknown_ids=unknown_ids,
                                         env=env)
+        refuse_blank_queries(dataset, "DATA")
         note_identical_ids(env, dataset, "DATA", ignore_identical_ids)
         encoder = load_encoder(model, max_length=max_length)
         results = {dim: evaluate_retrieval(encoder_at, dataset, batch_size=batch_size,

@@ -175,10 +175,20 @@ Q, C, QR = {"q1": "a0"}, {"d1": "a10", "d2": "a90"}, {"q1": {"d1": 1}}
     ((Q, C, QR), {"ignore_identical_ids": "no"}, ValueError, "`ignore_identical_ids` should be"),
     ((Q, C, QR), {"encoder": "all-MiniLM-L6-v2"}, ValueError,
      "`encoder` should be an object with an `encode.*not a string.*'all-MiniLM-L6-v2'"),
+    # Scored, a blank query ranked the corpus by the embedding of no text.
+    (({"q1": " \t", "q2": "b"}, C, {"q1": {"d1": 1}, "q2": {"d1": 1}}), {}, ValueError,
+     r"1 scored query has a blank text in `queries` \(first: \['q1'\]\)"),
 ])
 def test_arguments_are_refused_at_construction_not_after_an_epoch(args, kwargs, error, match):
     with pytest.raises(error, match=match):
         RetrievalEvaluator(*args, **kwargs)
+
+
+def test_a_blank_query_that_is_not_scored_is_no_error():
+    # Unjudged, or judged with no relevant document: never searched with.
+    evaluator = RetrievalEvaluator({"q1": "a0", "q2": " ", "q3": ""}, C,
+                                   {"q1": {"d1": 1}, "q3": {"d1": 0}})
+    assert evaluator.query_ids == ["q1"]
 
 
 def test_int_ids_name_the_same_queries_and_documents_as_their_strings():

@@ -314,6 +314,22 @@ def test_evaluate_retrieval_input_errors(cli, tmp_path):
     assert_one_line_error(result, "--top-k")
 
 
+def test_a_blank_scored_query_is_refused_before_any_output(cli, tiny_checkpoint, small_train,
+                                                          tmp_path):
+    # It was searched with and scored (nDCG@10 81.55 where a real query scored 100).
+    folder = write_beir(tmp_path / "beir", "dev", {"q1": "a man", "q2": " "},
+                        {"d1": "a man rides", "d2": "a dog"}, {"q1": {"d1": 1}, "q2": {"d2": 1}})
+    out = tmp_path / "out.json"
+    result = cli("evaluate", tiny_checkpoint, folder, "--task", "retrieval", "--json", out)
+    assert_one_line_error(result, f"DATA {folder}: 1 judged query has a blank text in "
+                          "queries.jsonl (first: ['q2'])")
+    assert not out.exists()
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", small_train,
+                 "--dev-retrieval", folder, "--epochs", 1, "--output", tmp_path / "run")
+    assert_one_line_error(result, f"--dev-retrieval {folder}: 1 judged query has a blank text")
+    assert not (tmp_path / "run").exists()
+
+
 # --- clustering ---------------------------------------------------------------------
 
 
