@@ -4,8 +4,10 @@ Every reader decodes UTF-8 (a leading BOM is dropped, `\\r\\n` endings are
 accepted, a line ended by `\\r` alone is an error), reports a malformed row as a
 `DataFormatError` naming the file and the 1-based line, and with
 `on_bad_rows="skip"` skips such rows instead, counts them in
-`PairDataset.skipped` and emits one warning. `read_dataset` dispatches on the
-format names the `keras-cosent` CLI uses.
+`PairDataset.skipped` and emits one warning. Each text is read without its
+leading and trailing whitespace (STS Benchmark's files pad some sentences with
+spaces); `keras_cosent.data.read_beir` keeps BEIR's texts as written, as BEIR
+does. `read_dataset` dispatches on the format names the `keras-cosent` CLI uses.
 """
 
 import csv
