@@ -138,6 +138,15 @@ def _parse_label(value, name="score"):
     return number, None
 
 
+def _header_hint(number, reason):
+    """`reason`, with a hint when line 1 of a headerless format fails on its label:
+    most likely a header, which the tsv/csv readers take."""
+    if number == 1 and reason is not None and reason.endswith("is not a number"):
+        return (f"{reason}; this format has no header line: leave it out, or read the file "
+                "as 'tsv' with its columns named")
+    return reason
+
+
 def _check_texts(texts, names):
     """Returns a reason when a text is missing or empty, else `None`."""
     for text, name in zip(texts, names):
@@ -185,6 +194,7 @@ def read_sts_benchmark(path, on_bad_rows="raise"):
             )
             continue
         score, reason = _parse_label(fields[4])
+        reason = _header_hint(number, reason)
         if reason is None and not 0 <= score <= 5:
             reason = f"score {fields[4]!r} is outside the STS Benchmark's range [0, 5]"
         reason = reason or _check_texts(fields[5:7], ("sentence1", "sentence2"))
@@ -231,7 +241,7 @@ def read_pair_tsv(path, on_bad_rows="raise"):
             )
             continue
         label, reason = _parse_label(fields[2], "label")
-        reason = reason or _check_texts(fields[:2], ("sentence1", "sentence2"))
+        reason = _header_hint(number, reason) or _check_texts(fields[:2], ("sentence1", "sentence2"))
         if reason:
             bad.report(number, reason)
             continue

@@ -384,6 +384,22 @@ def test_bad_row_names_file_and_line(tmp_path, reader, bad_line, reason):
     assert isinstance(info.value, ValueError) and info.value.line == 3
 
 
+@pytest.mark.parametrize("reader, header, good", [
+    (read_sts_benchmark, "genre\tfile\tyear\tid\tscore\tsentence1\tsentence2", STS_OK),
+    (read_pair_tsv, "sentence1\tsentence2\tlabel", "a\tb\t1\n"),
+])
+def test_a_header_line_is_named_as_one(tmp_path, reader, header, good):
+    # "score 'score' is not a number" left the user to guess that the format has no header.
+    path = _write(tmp_path, "with_header.txt", header + "\n" + good)
+    with pytest.raises(DataFormatError, match=r"with_header.txt:1: .* is not a number; this "
+                       "format has no header line: leave it out, or read the file as 'tsv'"):
+        reader(path)
+    # On another line, a word is just a bad label (test_bad_row_names_file_and_line).
+    path = _write(tmp_path, "late.txt", good + header + "\n")
+    with pytest.raises(DataFormatError, match=r"late.txt:2: .* is not a number$"):
+        reader(path)
+
+
 @pytest.mark.parametrize("line,reason", [
     ("{not json", "invalid JSON"),
     ('["a", "b"]', "expected a JSON object"),
