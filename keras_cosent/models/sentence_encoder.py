@@ -427,7 +427,9 @@ class SentenceEncoder(keras.Model):
             FileNotFoundError: for a local path (with a separator, or starting
                 with '.') that does not exist.
             ValueError: for a file (a checkpoint is a folder; a saved encoder,
-                `.keras`, loads with `keras.saving.load_model`).
+                `.keras`, loads with `keras.saving.load_model`), or a folder
+                holding `encoder.keras` (a `keras-cosent train` output, which
+                `keras_cosent.models.load_encoder` loads).
         """
         import keras_hub
 
@@ -447,6 +449,14 @@ class SentenceEncoder(keras.Model):
                      "`import keras_cosent`." if preset.endswith(".keras") else "")
             raise ValueError(f"`path_or_preset`={preset!r} is a file; give the checkpoint's "
                              f"folder (the one holding config.json).{saved}")
+        if os.path.isfile(os.path.join(preset, "encoder.keras")):
+            # A `keras-cosent train` output: keras-hub read its run config.json as
+            # a checkpoint's, refused its "format" and printed the whole config.
+            raise ValueError(
+                f"`path_or_preset`={preset!r} holds a saved encoder (encoder.keras: a "
+                "`keras-cosent train` output), not a checkpoint; load it with "
+                f"keras_cosent.models.load_encoder({preset!r})."
+            )
         st = st_config.read_sentence_transformers_config(preset) or {}
         # Older sentence-transformers folders keep the model in `0_Transformer/`.
         preset = st.get("transformer_dir") or preset

@@ -114,6 +114,28 @@ def test_a_file_given_for_the_checkpoint_folder_is_named(tmp_path, name, hint):
     assert hint in str(error.value)
 
 
+def test_a_train_output_folder_is_named_and_load_encoder_reads_it(tmp_path, tiny_encoder):
+    # keras-hub read the run's config.json as a checkpoint's: "Unrecognized format
+    # for config.json", followed by the whole run configuration.
+    import json
+
+    import numpy as np
+
+    from keras_cosent.models import SentenceEncoder
+    from keras_cosent.models import load_encoder
+
+    tiny_encoder.save(str(tmp_path / "encoder.keras"))
+    (tmp_path / "config.json").write_text(json.dumps({"command": "keras-cosent train",
+                                                      "config": {"loss": "cosent"}}))
+    with pytest.raises(ValueError, match=r"holds a saved encoder \(encoder.keras: a `keras-cosent "
+                       r"train` output\), not a checkpoint; load it with "
+                       r"keras_cosent.models.load_encoder\("):
+        SentenceEncoder.from_checkpoint(str(tmp_path))
+    sentences = ["a cat sat", "the dog barked"]
+    np.testing.assert_allclose(load_encoder(str(tmp_path)).encode(sentences),
+                               tiny_encoder.encode(sentences), atol=1e-6)
+
+
 @pytest.mark.parametrize("weights, damage", [
     ("safetensors", "garbage"), ("safetensors", "truncated"), ("sharded", "truncated")])
 def test_unreadable_safetensors_weights_are_named(tmp_path, weights, damage):
