@@ -117,7 +117,19 @@ def write_serving_saved_model(
     # Python (as `encode` runs them), but TensorFlow Text's regex split in the graph
     # ends the string there: the graph gets a space in its place, so that both cut
     # the sentence into the same words. (HFBertTokenizer drops NUL on both paths.)
-    split_at_nul = string_signatures and not isinstance(tokenizer, HFBertTokenizer)
+    # A byte-pair tokenizer's graph ends the string at NUL too, where Python reads
+    # it as a byte of its own: a space is the nearer (the one text where serving
+    # and `encode` still differ). SentencePiece reads NUL alike on both paths, so
+    # its sentences are left as they are (a space in their place was served as
+    # another sentence, cosine 0.89 to `encode`'s).
+    import keras_hub
+
+    split_at_nul = (
+        string_signatures
+        and isinstance(tokenizer, (keras_hub.tokenizers.WordPieceTokenizer,
+                                   keras_hub.tokenizers.BytePairTokenizer))
+        and not isinstance(tokenizer, HFBertTokenizer)
+    )
 
     def tokenize(sentences):
         # Same layout as `SentenceEncoder.tokenize` + `pad_batch`:
