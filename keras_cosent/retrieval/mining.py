@@ -182,6 +182,7 @@ def mine_hard_negatives(
         queries: `{query_id: text}` or a list of texts (ids are their positions).
         corpus: `{doc_id: text}` or a list of texts.
         positives: qrels `{query_id: {doc_id: score}}` (score >= 1 is a positive;
+            a document judged 0, "not relevant", may be mined as a negative;
             ids compared as str, like those of `queries` and `corpus`) or, for
             lists, one list of positive corpus indices (ints from 0 to
             `len(corpus) - 1`) per query.

@@ -58,7 +58,8 @@ def blank_line_between_records(path):
               help="Documents as BEIR JSON lines: {\"_id\", \"title\", \"text\"} per line.")
 @click.option("--qrels", type=INPUT_FILE, default=None,
               show_default="none: query on line i pairs with document on line i",
-              help="BEIR qrels TSV (query-id, corpus-id, score); score >= 1 is a positive. "
+              help="BEIR qrels TSV (query-id, corpus-id, score); score >= 1 is a positive (a "
+              "document judged 0 may be mined as a negative). "
               "Without it, the corpus' rows are the queries' positives, in order.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, show_default=True,
               help="JSON lines to write: {\"query\", \"positive\", \"negatives\": [...]} per "
