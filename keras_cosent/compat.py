@@ -8,11 +8,10 @@ layer and its preset file helpers, replacing the TensorFlow backend's dropout an
 `PyDataset` adapter, reducing a loss's values as `keras.losses.Loss` does, turning
 off Keras' per-replica loss scaling while a loss over a gathered global batch is
 computed, and reading TensorFlow's graph context, op registry and whether it has
-run an op yet. Each is reached
-through one function here, so that an upgrade that renames one breaks in this
-file, with `PrivateAPIError` naming the symbol, the installed version and the
-version it was written against, rather than with an `AttributeError` deep inside a
-training run.
+run an op yet. Each is reached through one function here, so that an upgrade that
+renames one breaks in this file, with `PrivateAPIError` naming the symbol, the
+installed version and the version it was written against, rather than with an
+`AttributeError` deep inside a training run.
 
 `check_private_api()` tries every symbol the current backend uses and returns the
 ones that are gone; `tests/test_compat.py` fails with that list.

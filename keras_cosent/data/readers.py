@@ -241,7 +241,8 @@ def read_pair_tsv(path, on_bad_rows="raise"):
             )
             continue
         label, reason = _parse_label(fields[2], "label")
-        reason = _header_hint(number, reason) or _check_texts(fields[:2], ("sentence1", "sentence2"))
+        reason = (_header_hint(number, reason)
+                  or _check_texts(fields[:2], ("sentence1", "sentence2")))
         if reason:
             bad.report(number, reason)
             continue
