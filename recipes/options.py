@@ -103,14 +103,40 @@ class ObjectiveChoice(click.Choice):
 OBJECTIVE = ObjectiveChoice()
 
 
+# float32's largest value and smallest normal one (keras_cosent.utils.arguments'
+# FLOAT32_MAX and FLOAT32_TINY, which import NumPy): every float option ends up in a
+# float32 computation.
+FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_TINY = 1.1754943508222875e-38
+
+
 class FiniteFloatRange(click.FloatRange):
-    """`click.FloatRange` that also refuses `nan` and `inf`, which pass its bounds
-    (every comparison with nan is false) and would fail deep inside training."""
+    """`click.FloatRange` that also refuses `nan`, `inf` and values beyond float32's
+    range: nan passes its bounds (every comparison with nan is false), and each would
+    fail deep inside training, a value above float32's maximum as inf."""
 
     def convert(self, value, param, ctx):
         value = super().convert(value, param, ctx)
         if not math.isfinite(value):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
+        if abs(value) > FLOAT32_MAX:
+            self.fail(f"{value!r} is beyond float32's largest value {FLOAT32_MAX:.4g} "
+                      "(it is computed in float32).", param, ctx)
+        return value
+
+
+class PositiveFloat(FiniteFloatRange):
+    """A float > 0 that float32 holds as a normal number: a learning rate of 1e-40 is
+    0 or subnormal in float32, and a temperature that small divides into inf."""
+
+    def __init__(self):
+        super().__init__(min=0, min_open=True)
+
+    def convert(self, value, param, ctx):
+        value = super().convert(value, param, ctx)
+        if value < FLOAT32_TINY:
+            self.fail(f"{value!r} is below float32's smallest normal value {FLOAT32_TINY:.4g} "
+                      "(it is computed in float32).", param, ctx)
         return value
 
 
@@ -137,7 +163,7 @@ def fraction_or_none(value):
     """The float of a `FractionOrOff` option's value; None for `off` or unset."""
     return None if value in (None, "off") else float(value)
 
-POSITIVE_FLOAT = FiniteFloatRange(min=0, min_open=True)
+POSITIVE_FLOAT = PositiveFloat()
 # NumPy's and Keras' seeders take unsigned 32-bit seeds.
 SEED = click.IntRange(min=0, max=2**32 - 1)
 

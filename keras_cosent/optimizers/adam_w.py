@@ -6,7 +6,9 @@ import keras
 from keras import ops
 
 from keras_cosent.api_export import keras_cosent_export
+from keras_cosent.utils.arguments import check_non_negative_float
 from keras_cosent.utils.arguments import check_positive_float
+from keras_cosent.utils.arguments import is_number
 
 
 def _dense(gradient):
@@ -24,6 +26,23 @@ def _dense(gradient):
         if isinstance(gradient, tf.IndexedSlices):
             return tf.convert_to_tensor(gradient)
     return gradient
+
+
+def check_adam_arguments(learning_rate, weight_decay, beta_1, beta_2, clips):
+    """Refuses, naming the argument, what Keras' AdamW takes silently: a negative or
+    nan learning rate or weight decay, a `beta` outside [0, 1), a clipping bound
+    that is not a positive float (`clips`: `{name: value}`, None for off). A
+    learning rate that is a schedule or a callable is left to it."""
+    if is_number(learning_rate):
+        check_positive_float("learning_rate", learning_rate)
+    if weight_decay is not None:
+        check_non_negative_float("weight_decay", weight_decay)
+    for name, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
+        if not is_number(beta) or not 0 <= beta < 1:
+            raise ValueError(f"`{name}` should be a float in [0, 1). Received: `{name}`={beta!r}")
+    for name, clip in clips.items():
+        if clip is not None:
+            check_positive_float(name, clip)
 
 
 def check_name_patterns(name, patterns):
@@ -116,7 +135,11 @@ class AdamW(keras.optimizers.AdamW):
 
     def __init__(self, *args, epsilon=1e-8, weight_decay_exclusions=None, **kwargs):
         epsilon = check_positive_float("epsilon", epsilon)
+        learning_rate = kwargs.get("learning_rate", args[0] if args else None)
         super().__init__(*args, epsilon=epsilon, **kwargs)
+        check_adam_arguments(learning_rate, self.weight_decay, self.beta_1, self.beta_2,
+                             {"clipnorm": self.clipnorm, "clipvalue": self.clipvalue,
+                              "global_clipnorm": self.global_clipnorm})
         multiplier = getattr(self._learning_rate, "multiplier", None)
         if isinstance(multiplier, keras.Variable):
             # Public attribute assignment goes through the optimizer's tracker.

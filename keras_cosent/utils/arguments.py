@@ -129,8 +129,15 @@ def _finite(value):
 
 
 def check_non_negative_float(name, value):
-    """Returns `value` as a float, or raises if it is not a finite number >= 0."""
+    """Returns `value` as a float, or raises if it is not a number >= 0 that float32
+    holds (a weight decay, a margin, a loss weight: computed in float32, where a
+    value above float32's maximum is inf)."""
     value = check_finite_float(name, value)
     if value < 0:
         raise ValueError(f"`{name}` should be a float >= 0. Received: `{name}`={value!r}")
+    if value > FLOAT32_MAX:
+        raise ValueError(
+            f"`{name}` should be a float from 0 to float32's maximum {FLOAT32_MAX:.4g} (it "
+            f"is computed in float32). Received: `{name}`={value!r}"
+        )
     return value

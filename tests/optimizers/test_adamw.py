@@ -329,10 +329,26 @@ def test_torch_fused_adamw_accumulates_gradients_as_adamw():
     ({"learning_rate": 1e-3, "weight_decay": -1}, "weight_decay"),
     ({"learning_rate": 1e-3, "weight_decay": float("inf")}, "weight_decay"),
     ({"learning_rate": 1e-3, "weight_decay": None}, "weight_decay"),
+    ({"learning_rate": 1e-3, "weight_decay": 1e39}, "weight_decay"),
 ])
 def test_adamw_names_a_bad_rate_or_decay(kwargs, argument):
     with pytest.raises(ValueError, match=rf"`{argument}`.*Received: `{argument}`="):
         adamw(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    ({"learning_rate": -1.0}, "learning_rate"), ({"learning_rate": float("nan")}, "learning_rate"),
+    ({"weight_decay": -0.1}, "weight_decay"), ({"weight_decay": float("nan")}, "weight_decay"),
+    ({"beta_1": 1.5}, "beta_1"), ({"beta_2": 1.0}, "beta_2"), ({"beta_1": -0.1}, "beta_1"),
+    ({"global_clipnorm": -1.0}, "global_clipnorm"), ({"clipnorm": 0.0}, "clipnorm"),
+])
+def test_the_optimizer_classes_name_a_bad_argument_as_adamw_does(kwargs, argument):
+    # Keras' AdamW takes each of these silently; the `adamw` factory refused only
+    # some, and the classes only a bad epsilon.
+    classes = [AdamW] + ([TorchFusedAdamW] if keras.backend.backend() == "torch" else [])
+    for cls in classes:
+        with pytest.raises(ValueError, match=rf"`{argument}`.*Received: `{argument}`="):
+            cls(**{"learning_rate": 1e-3, "weight_decay": 0.01, **kwargs})
 
 
 def test_adamw_serialization_round_trip():

@@ -226,6 +226,15 @@ def test_queue_refusals_say_when_the_recipe_set_the_queue(cli, small_train, tmp_
     assert not (tmp_path / "r").exists()
 
 
+def test_the_cli_float32_bounds_are_numpys():
+    from recipes import options
+
+    # Spelt out in recipes.options, apart from keras_cosent.utils.arguments, so that the
+    # CLI need not import keras.
+    assert options.FLOAT32_MAX == float(np.finfo(np.float32).max)
+    assert options.FLOAT32_TINY == float(np.finfo(np.float32).tiny)
+
+
 def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     out = tmp_path / "run"
     assert_one_line_error(cli("train", "--loss", "quadruplet", "--output", out), "--loss",
@@ -242,6 +251,16 @@ def test_bad_option_values_are_one_line_errors(cli, tmp_path):
     assert_one_line_error(cli("mine", "all-MiniLM-L6-v2", "--queries", __file__, "--corpus",
                               __file__, "--margin", "nan", "-o", tmp_path / "m.jsonl"),
                           "--margin", "not a finite number")
+    # Beyond float32's range they were inf or 0 there: a traceback naming
+    # `learning_rate` once the model had loaded, or training stopped at a nan loss
+    # blamed on --lr for --weight-decay 1e39.
+    for option, value, shown in (("--lr", "1e-40", "below float32's smallest normal value"),
+                                 ("--lr", "1e39", "beyond float32's largest value"),
+                                 ("--max-grad-norm", "1e-40", "smallest normal"),
+                                 ("--temperature", "1e-39", "smallest normal"),
+                                 ("--weight-decay", "1e39", "beyond float32's largest value"),
+                                 ("--margin", "4e38", "beyond float32's largest value")):
+        assert_one_line_error(cli("train", option, value, "--output", out), option, shown)
     assert_one_line_error(cli("train", "--seed", "-1", "--output", out), "--seed",
                           "0<=x<=4294967295")
     # Without --train the demo set would have been read in it (and --dev too).

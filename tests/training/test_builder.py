@@ -270,6 +270,8 @@ def test_a_misspelt_task_option_is_refused_by_build_multi():
     ("learning_rate", float("nan")), ("learning_rate", "2e-5"),
     ("warmup", "0.1"), ("warmup", 1.0), ("warmup", float("nan")),
     ("weight_decay", -0.1), ("weight_decay", float("nan")),
+    # Beyond float32's range: 0 or inf where they are computed.
+    ("learning_rate", 1e-40), ("learning_rate", 1e39), ("weight_decay", 1e39),
 ])
 def test_training_arguments_out_of_range_name_themselves(argument, value):
     for builder in ("build", "build_multi"):
