@@ -208,7 +208,8 @@ Without --train or --train-retrieval, trains on the packaged demo set
               "directory.")
 @click.option("--pooling", type=click.Choice(POOLINGS), default=None,
               show_default="the checkpoint's (a sentence-transformers folder's), else mean",
-              help="How token states become one sentence vector (ignored for a saved run).")
+              help="How token states become one sentence vector (a saved run keeps its own: "
+              "another one is refused).")
 @click.option("--epochs", type=click.IntRange(min=1), default=4, show_default=True,
               help="Passes over the training set.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
@@ -383,6 +384,7 @@ def train(ctx, env, **options):
     # Before the backend loads, so that a wrong folder or split fails at once.
     resolve_retrieval_splits(options, env.note)
     env.activate_backend()
+    check_saved_pooling(options["backbone"], options["pooling"])
     from keras_cosent.training import get_objective
 
     losses = options["loss"] if isinstance(options["loss"], list) else [options["loss"]]
@@ -592,6 +594,27 @@ def _typed_otherwise(ctx, options, name):
     default = next(p.default for p in ctx.command.params if p.name == name)
     return (ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
             and options.get(name) != default)
+
+
+def check_saved_pooling(backbone, pooling):
+    """Refuses a `--pooling` other than a saved encoder's own: a `--backbone` that is a
+    train output directory or a `.keras` file keeps its pooling, and the run's
+    config.json and repeat command recorded the one asked for as though it applied."""
+    if pooling is None:
+        return
+    from keras_cosent.models import encoder_loading
+    from recipes.model_loading import saved_encoder_path
+
+    saved = saved_encoder_path(backbone)
+    if saved is None:
+        return
+    config = (encoder_loading.saved_encoder_config(saved) or {}).get("config") or {}
+    kept = config.get("pooling")
+    if kept is not None and kept != pooling:
+        raise click.BadParameter(
+            f"{pooling}: --backbone {backbone} is a saved encoder, which keeps its own "
+            f"pooling ({kept}); leave --pooling out, or fine-tune from a checkpoint to choose "
+            "one", param_hint="--pooling")
 
 
 def _flag(ctx, options, name):

@@ -673,3 +673,19 @@ def test_a_relative_keras_file_backbone_is_recorded_absolute(cli, trained_run, t
     record = json.loads((tmp_path / "again" / "config.json").read_text())
     assert record["config"]["backbone"] == str(trained_run["output"] / "encoder.keras")
     assert f"--backbone {trained_run['output'] / 'encoder.keras'}" in record["command"]
+
+
+def test_a_pooling_other_than_a_saved_encoders_own_is_refused(cli, trained_run, tmp_path):
+    # It was ignored, and the run's config.json and repeat command recorded it as
+    # though the encoder pooled so (probe: --pooling cls on a first_last_avg run).
+    from recipes.commands.train import check_saved_pooling
+
+    for backbone in (trained_run["output"], trained_run["output"] / "encoder.keras"):
+        result = cli("train", "--backbone", backbone, "--pooling", "cls", "--train",
+                     trained_run["train"], "--epochs", 1, "--batch-size", 8,
+                     "--output", tmp_path / "again")
+        assert_one_line_error(result, "--pooling", f"--backbone {backbone} is a saved encoder",
+                              "keeps its own pooling (mean)")
+        assert not (tmp_path / "again").exists()
+        check_saved_pooling(str(backbone), "mean")  # its own: nothing to refuse
+        check_saved_pooling(str(backbone), None)
