@@ -50,6 +50,15 @@ class FirstLastAveragePooling(BasePooling):
                 "`FirstLastAveragePooling` expects a list `[first_layer_output, "
                 f"last_layer_output]`. Received: {inputs!r:.200}"
             )
+        first_shape, last_shape = tuple(inputs[0].shape), tuple(inputs[1].shape)
+        if len(first_shape) != len(last_shape) or any(
+                a is not None and b is not None and a != b
+                for a, b in zip(first_shape, last_shape)):
+            # Else each backend's own broadcasting error, or a silent broadcast.
+            raise ValueError(
+                "`FirstLastAveragePooling` averages two layer outputs of one shape. "
+                f"Received shapes {first_shape} and {last_shape}."
+            )
         first = ops.cast(inputs[0], "float32")
         last = ops.cast(inputs[1], "float32")
         return super().call((first + last) / 2.0, padding_mask)

@@ -127,6 +127,16 @@ def test_first_last_average_rejects_single_tensor():
         FirstLastAveragePooling()(x, mask)
 
 
+@pytest.mark.parametrize("other", [(5, 7, 1), (5, 6, 4), (5, 7)])
+def test_first_last_average_names_two_outputs_of_different_shapes(other):
+    # Each backend raised its own broadcasting error, or broadcast (5, 7, 1)
+    # silently: the layer names the two shapes.
+    x, mask = _random_batch()
+    last = np.zeros(other, "float32")
+    with pytest.raises(ValueError, match=r"two layer outputs of one shape. Received shapes"):
+        FirstLastAveragePooling()([x, last], mask)
+
+
 @pytest.mark.parametrize("layer_cls", [MeanPooling, MaxPooling, MeanSqrtLenPooling,
                                        WeightedMeanPooling, CLSPooling])
 def test_a_mask_or_input_of_the_wrong_shape_is_named(layer_cls):
