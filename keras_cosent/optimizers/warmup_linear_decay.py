@@ -35,7 +35,10 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             saves it with the optimizer's state (`ResumableTraining` backups).
 
     Call arguments:
-        step: the optimiser's iteration counter (0-based).
+        step: the optimiser's iteration counter (0-based). Under an optimizer's
+            `gradient_accumulation_steps`, Keras passes the count of batches, not
+            of updates: give `total_steps` and `warmup_steps` in batches there
+            (`keras-cosent train` and `training.build` accumulate none).
 
     Returns:
         The float32 learning rate for that step:
