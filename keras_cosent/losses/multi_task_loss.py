@@ -42,8 +42,11 @@ class MultiTaskLoss(WeightsPassingLoss):
     Call arguments:
         y_true: float32 `(batch, 2)`: the labels, and the task index (the
             same in every row), as `keras_cosent.data.MultiBatches` gives them.
-            An index outside `[0, len(losses))` gives a NaN loss.
-        y_pred: embeddings `(batch, columns, dim)` of that task's batch.
+            An index that is not one whole number in `[0, len(losses))` shared
+            by every row gives a NaN loss.
+        y_pred: embeddings `(batch, columns, dim)` of that task's batch, at
+            least the task's `columns` (a batch with fewer gives a NaN loss;
+            fewer than every task's, an error).
 
     Returns:
         The scalar loss of the batch's task.
@@ -103,6 +106,14 @@ class MultiTaskLoss(WeightsPassingLoss):
                 "the batch's task index, as `keras_cosent.data.MultiBatches` gives them. "
                 f"Received shape {shape}."
             )
+        y_pred = ops.convert_to_tensor(y_pred)
+        width_given = y_pred.shape[1] if len(y_pred.shape) == 3 else None
+        if isinstance(width_given, int) and width_given < min(self.columns):
+            raise ValueError(
+                f"`MultiTaskLoss` expects `y_pred` of shape (batch, columns, dim) with at "
+                f"least the {min(self.columns)} columns of its narrowest task (`columns`="
+                f"{list(self.columns)}). Received shape {tuple(y_pred.shape)}."
+            )
         labels = y_true[:, 0]
         task = self.task_index(y_true)
         # Columns up to the widest task, filled with copies of column 0: every
@@ -116,6 +127,15 @@ class MultiTaskLoss(WeightsPassingLoss):
         # `ops.switch` clamps an index out of range on JAX and PyTorch, and the
         # TensorFlow sum below gives 0: a NaN says so on every backend.
         valid = ops.logical_and(task >= 0, task < len(self.losses))
+        # One whole index shared by every row: the cast to int32 truncated 0.7 to
+        # task 0, and only row 0's index was read.
+        indices = y_true[:, 1]
+        valid = ops.logical_and(valid, ops.all(ops.equal(indices, ops.floor(indices[0]))))
+        if isinstance(width_given, int):
+            # A task's columns beyond y_pred's would be copies of column 0.
+            fits = ops.convert_to_tensor([count <= width_given for count in self.columns])
+            valid = ops.logical_and(
+                valid, ops.take(fits, ops.clip(task, 0, len(self.losses) - 1)))
         return ops.where(valid, self._switch(task, branches, labels, padded), float("nan"))
 
     @staticmethod

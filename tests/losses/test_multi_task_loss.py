@@ -71,6 +71,26 @@ def test_a_task_index_out_of_range_gives_nan_on_every_backend(task):
     assert np.isnan(float(make_loss()(y_of(np.ones(4, "float32"), task), embeddings)))
 
 
+@pytest.mark.parametrize("indices", [[0.7] * 4, [1.9] * 4, [-0.5] * 4, [0, 1, 0, 1]])
+def test_a_task_index_that_is_not_one_whole_number_gives_nan(indices):
+    # The int32 cast truncated 0.7 to task 0 and 1.9 to task 1, and only row 0's
+    # index was read (probe).
+    embeddings = np.random.default_rng(0).normal(size=(4, 3, 8)).astype("float32")
+    y = np.stack([np.ones(4), indices], axis=1).astype("float32")
+    assert np.isnan(float(make_loss()(y, embeddings)))
+
+
+def test_a_batch_narrower_than_its_task_gives_nan_and_than_every_task_an_error():
+    # Its missing columns were copies of column 0: a triplet loss of (a, p, a)
+    # returned a number (probe).
+    rng = np.random.default_rng(0)
+    pairs = rng.normal(size=(4, 2, 8)).astype("float32")
+    assert np.isnan(float(make_loss()(y_of(np.ones(4), 1), pairs)))
+    with pytest.raises(ValueError, match=r"at least the 2 columns of its narrowest task "
+                                         r"\(`columns`=\[2, 3\]\). Received shape \(4, 1, 8\)"):
+        make_loss()(y_of(np.ones(4), 0), pairs[:, :1])
+
+
 def test_serialization_round_trips():
     loss = make_loss()
     restored = keras.losses.deserialize(keras.losses.serialize(loss))
