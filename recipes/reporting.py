@@ -131,6 +131,15 @@ def write_results(directory, results):
     write_json(directory / RESULTS_FILE, results)
 
 
+IR_METRIC_NAMES = {"ndcg": "nDCG", "mrr": "MRR", "recall": "Recall", "map": "MAP"}
+
+
+def _retrieval_axis(key):
+    """The axis label of a retrieval log key: "nDCG@10 x 100" for `ir_dev_ndcg@10`."""
+    name, cutoff = key.rsplit("_", 1)[-1].split("@")
+    return f"{IR_METRIC_NAMES.get(name, name)}@{cutoff} x 100"
+
+
 def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieval_key=None,
                   initial_retrieval=None, stage_starts=()):
     """Saves a PNG of training loss (and the dev curves, when present) per epoch.
@@ -159,7 +168,10 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieva
     ):
         values = [row.get(key) for row in rows] if key else []
         if any(value is not None for value in values):
-            curves.append((values, initial, title, color))
+            # The axis names the metric ("Spearman x 100", "nDCG@10 x 100"); it said
+            # "dev", the title's first word.
+            metric = "Spearman x 100" if key == spearman_key else _retrieval_axis(key)
+            curves.append((values, initial, title, metric, color))
     figure, axes = pyplot.subplots(1, 1 + len(curves), figsize=(4.5 * (1 + len(curves)), 3.2))
     axes = list(axes) if curves else [axes]
     # One line per stage of a staged run: each stage trains its own loss, on its
@@ -172,11 +184,11 @@ def plot_training(path, rows, spearman_key=None, initial_spearman=None, retrieva
     axes[0].set(title="training loss" + (" (each stage its own)" if starts else ""),
                 xlabel="epoch", ylabel="loss")
     axes[0].set_xticks(epochs)
-    for axis, (values, initial, title, color) in zip(axes[1:], curves):
+    for axis, (values, initial, title, metric, color) in zip(axes[1:], curves):
         dev_epochs = ([0] if initial is not None else []) + epochs
         dev_values = ([initial] if initial is not None else []) + values
         axis.plot(dev_epochs, dev_values, marker="o", color=color)
-        axis.set(title=title, xlabel="epoch (0: before training)", ylabel=title.split()[0])
+        axis.set(title=title, xlabel="epoch (0: before training)", ylabel=metric)
         axis.set_xticks(dev_epochs)
         kept = [(epoch, value) for epoch, value, row in zip(epochs, values, rows)
                 if row.get("kept") and value is not None]

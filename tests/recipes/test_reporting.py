@@ -107,6 +107,22 @@ def test_plot_has_one_panel_per_dev_curve(tmp_path):
     assert matplotlib.image.imread(tmp_path / "missing.png").shape[1] == widths["sts"]
 
 
+def test_each_dev_panel_names_its_metric_on_the_axis(tmp_path, monkeypatch):
+    # The axis said "dev" and "ir_dev_ndcg@10" (probe).
+    from matplotlib import pyplot
+
+    figures = []
+    monkeypatch.setattr(pyplot, "close", figures.append)
+    rows = history_rows({"loss": [2.0, 1.5], "dev_spearman": [70.0, 80.0],
+                         "ir_dev_mrr@10": [40.0, 45.0]})
+    plot_training(tmp_path / "p.png", rows, "dev_spearman", retrieval_key="ir_dev_mrr@10")
+    (figure,) = figures
+    assert [axis.get_ylabel() for axis in figure.axes] == ["loss", "Spearman x 100",
+                                                           "MRR@10 x 100"]
+    assert [axis.get_title() for axis in figure.axes][1:] == ["dev Spearman x 100",
+                                                              "ir_dev_mrr@10 x 100"]
+
+
 def test_the_kept_epoch_is_ringed_on_every_dev_panel(tmp_path, monkeypatch):
     # --keep-best saved epoch 2, not the last: the plot says which point the encoder is.
     from matplotlib import pyplot
