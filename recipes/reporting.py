@@ -66,6 +66,12 @@ def results_table(results):
         tables.append(format_table(("split", "queries", "docs") + RETRIEVAL_COLUMNS, retrieval))
     if clustering:
         tables.append(format_table(("data", "texts", "clusters", "v_measure"), clustering))
+    kept = results.get("kept_epoch")
+    if tables and kept:
+        # A train --keep-best run: its scores after training are the kept epoch's,
+        # which the rows' names alone do not say.
+        tables.append(f"after training: epoch {kept['epoch']}'s weights, the best by "
+                      f"{kept['metric']}")
     return "\n\n".join(tables)
 
 

@@ -28,6 +28,17 @@ def test_results_table_rows_follow_the_results():
     assert text.splitlines()[1].split() == ["dev", "3", "50.00", "40.00"]
 
 
+def test_a_keep_best_runs_table_says_which_epoch_its_scores_are():
+    # The dev row was the kept epoch 1's score, and only stderr said so (probe).
+    results = {"dev_before_training": {"pairs": 3, "spearman": 50.0, "pearson": 40.0},
+               "dev": {"pairs": 3, "spearman": 60.0, "pearson": 45.0},
+               "kept_epoch": {"metric": "dev_spearman", "epoch": 1, "value": 60.0}}
+    assert results_table(results).splitlines()[-1] == (
+        "after training: epoch 1's weights, the best by dev_spearman")
+    del results["kept_epoch"]
+    assert results_table(results).splitlines()[-1].split()[0] == "dev"
+
+
 def test_metrics_files_hold_one_row_per_epoch(tmp_path):
     rows = history_rows({"loss": [2.0, 1.5], "dev_spearman": [70.0, 80.0]})
     write_metrics(tmp_path, rows)
