@@ -31,7 +31,14 @@ def _check_dims_and_weights(dims, weights):
             f"`weights` should have one entry per dim ({len(checked)}). "
             f"Received: `weights`={weights!r}"
         )
-    return checked, tuple(check_non_negative_float("weights", w) for w in weight_tuple)
+    weight_tuple = tuple(check_non_negative_float("weights", w) for w in weight_tuple)
+    if not any(weight_tuple):
+        # A loss of 0 whatever the embeddings, as `JointLoss` refuses too.
+        raise ValueError(
+            "`weights` should give at least one dim a positive weight. "
+            f"Received: `weights`={weights!r}"
+        )
+    return checked, weight_tuple
 
 
 def matryoshka_loss(y_true, y_pred, loss, dims, weights=None, sample_weight=None):
@@ -73,10 +80,18 @@ def matryoshka_loss(y_true, y_pred, loss, dims, weights=None, sample_weight=None
                 f"dimension {full} of `y_pred` (shape {tuple(y_pred.shape)})."
             )
         truncated = truncate_embeddings(y_pred, dim)
-        if sample_weight is None:
-            total = total + weight * loss(y_true, truncated)
-        else:
-            total = total + weight * loss(y_true, truncated, sample_weight=sample_weight)
+        try:
+            if sample_weight is None:
+                value = loss(y_true, truncated)
+            else:
+                value = loss(y_true, truncated, sample_weight=sample_weight)
+        except ValueError as error:
+            # The inner loss names the shape it was given, the truncated one.
+            raise ValueError(
+                f"{error} (`MatryoshkaLoss` gave it `y_pred` of shape "
+                f"{tuple(y_pred.shape)} cut to its first {dim} coordinates)"
+            ) from error
+        total = total + weight * value
     return total
 
 

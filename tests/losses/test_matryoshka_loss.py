@@ -69,6 +69,15 @@ def test_validation():
         loss(np.zeros(2), np.ones((2, 2, 8), "float32"))
 
 
+def test_an_inner_losss_shape_error_names_the_shape_it_was_given():
+    # InfoNCE said "Received shape (4, 4)", the slice, for a (4, 8) y_pred (probe).
+    loss = keras_cosent.losses.MatryoshkaLoss(keras_cosent.losses.InfoNCELoss(), dims=(4,))
+    with pytest.raises(ValueError, match=re.escape(
+            "(`MatryoshkaLoss` gave it `y_pred` of shape (4, 8) cut to its first 4 "
+            "coordinates)")):
+        loss(np.zeros(4), np.ones((4, 8), "float32"))
+
+
 def test_cosines_instead_of_embeddings_are_refused():
     # (batch,) cosines: the last axis is the batch, which dims 8 and 4 cut and
     # re-normalised into a finite loss without a word.
@@ -92,6 +101,9 @@ def test_cosines_instead_of_embeddings_are_refused():
         ({"dims": (4, 4)}, "Received: `dims`=(4, 4)"),
         ({"dims": (8, 4, 8, 4)}, "`dims` repeats [4, 8]; each dimension counts once"),
         ({"dims": (4, 2.0)}, "`dims`=(4, 2.0)"),
+        # A loss of 0 whatever the embeddings; JointLoss refused it, this took it.
+        ({"dims": (4, 2), "weights": (0, 0.0)}, "at least one dim a positive weight. "
+                                                "Received: `weights`=(0, 0.0)"),
     ],
 )
 def test_bad_dims_and_weights_are_named_with_their_value(kwargs, shown):
