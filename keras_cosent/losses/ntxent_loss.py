@@ -57,6 +57,9 @@ class NTXentLoss(LabelsCheckedLoss):
     the other views of the same column are negatives too. `call` returns the
     mean of each example's two view losses, so the Keras mean over the batch
     is the mean over all 2N views. `y_true` is ignored (None is accepted).
+    A `sample_weight` weighs each example's two view losses, as Keras weighs
+    per-row losses (`sum(w * l) / batch`); an example weighted 0 still serves
+    as a negative for the others.
 
     Args:
         temperature: float > 0 dividing the cosines (any positive value is

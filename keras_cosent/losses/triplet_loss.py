@@ -114,7 +114,10 @@ class TripletLoss(LabelsCheckedLoss):
     its farthest positive (same label, other row) and nearest negative (other
     label) in the batch. Anchors with no positive or no negative in the batch
     are excluded; the result is the mean over the remaining anchors (a
-    scalar), 0 if there are none.
+    scalar), 0 if there are none. That scalar is not per row, so Keras scales
+    it by the mean `sample_weight`: a row weighted 0 still serves as an
+    anchor, a positive and a negative (as in `SupConLoss`). Given triplets
+    are per row and weighted as Keras weighs rows.
 
     `distance="cosine"` is `1 - cos`; `"euclidean"` is the L2 distance of the
     raw (not normalised) embeddings, with a zero gradient at distance 0.

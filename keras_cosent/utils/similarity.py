@@ -14,16 +14,18 @@ from keras import ops
 
 
 def l2_normalize(x, axis=-1, epsilon=1e-12):
-    """Scales `x` to unit L2 norm along `axis`, with finite gradients everywhere.
+    """Scales `x` to unit L2 norm along `axis`, with finite float32 gradients everywhere.
 
     The norm is floored at `epsilon`, as `torch.nn.functional.normalize` (and
     so sentence-transformers' `Normalize`) floors it: `x / max(||x||, epsilon)`.
     `keras.ops.normalize` clips the inverse norm after taking it, so an all-zero
     vector yields `inf * 0`: NaN gradients on JAX and PyTorch. Here the squared
     norm is clipped at `epsilon ** 2` before `rsqrt`, which keeps value and
-    gradient finite (a zero vector stays zero). Half-precision inputs are
-    normalised in float32 (float16's squares overflow past a norm of 256, and
-    its smallest value is far above `epsilon ** 2`) and returned in their dtype.
+    gradient finite (a zero vector stays zero; its gradient is the incoming one
+    times `1 / epsilon`, 1e12, which is inf once cast back to float16).
+    Half-precision inputs are normalised in float32 (float16's squares overflow
+    past a norm of 256, and its smallest value is far above `epsilon ** 2`) and
+    returned in their dtype.
 
     Args:
         x: a float tensor (an integer one is normalised in float32).
