@@ -102,9 +102,10 @@ def evaluate(ctx, env, model, data, task, format, text_columns, label_column, sp
     --task retrieval: DATA is a BEIR folder; every query's documents are ranked
       by cosine over the whole corpus and scored against the qrels: nDCG@10,
       MRR@10, Recall@10 and MAP@100 (x 100, as trec_eval computes them).
-    --task clustering: the V-measure (x 100), the score of MTEB's clustering
+    --task clustering: the V-measure (x 100), the measure of MTEB's clustering
       tasks, of scikit-learn's KMeans (k = number of labels, n_init=10,
-      random_state=0) on the embeddings of labelled texts.
+      random_state=0) on the embeddings of labelled texts (MTEB clusters with
+      MiniBatchKMeans: a figure of the same kind, not the same digits).
     """
     _check_task_options(ctx, task)
     if json_path is not None:
@@ -293,4 +294,12 @@ def _clustering_columns(ctx, data, format, text_columns, label_column):
                 param_hint="--text-columns",
             )
         text_column = names[0]
-    return format, text_column, label_column if given("label_column") else "label"
+    label_column = label_column if given("label_column") else "label"
+    if label_column == text_column:
+        # Every text its own class: k-means of n clusters scores a V-measure of 100
+        # whatever the model.
+        raise click.BadParameter(
+            f"{label_column!r} is the text column too; --task clustering reads the class "
+            "labels from a column apart from the texts", param_hint="--label-column",
+        )
+    return format, text_column, label_column
