@@ -723,8 +723,15 @@ def _train_encoder(config, directory, env, backup_dir):
                  f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}")
     else:
         dropped = len(setup.dataset) % config["batch_size"] if devices > 1 else 0
+        # The objective's rows may not be the file's: InfoNCE's pairs scored above
+        # its threshold, supervised SimCSE's NLI triplets.
+        made = (f" made of the {len(train)} of {train.source}"
+                if len(setup.dataset) != len(train) else f" ({train.source})")
+        if train_format == "nli-jsonl" and len(train.columns) == 3:
+            made += (", (premise, entailment, contradiction) triplets: neutral pairs and "
+                     "premises lacking an entailment or a contradiction are left out")
         env.note(
-            f"training {config['loss']} on {len(setup.dataset)} rows ({train.source}): "
+            f"training {config['loss']} on {len(setup.dataset)} rows{made}: "
             f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
             + (f" ({dropped} rows left out of each epoch's batches: with --devices {devices} "
                "every batch is full)" if dropped else "")

@@ -6,7 +6,11 @@ them together against the rest of the batch. Any corpus works: one sentence per
 line (`--format text-lines`), or the sentences of any pair file (every distinct
 sentence of every column is used). One epoch, learning rate 3e-5 and sentences
 cut to 32 tokens follow the paper's BERT-base set-up; batch 64 is the paper's and
-needs no labels. Evaluate on a scored STS file with `--dev` and `--eval-format`.
+needs no labels. Two things differ from the authors' script: the pooling is the
+checkpoint's (mean for all-MiniLM-L6-v2; `--pooling cls` for theirs, which also
+trains an MLP over CLS that is then dropped), and the weight decay is train's
+0.01 (their Trainer's default is 0; `--weight-decay 0`). Evaluate on a scored
+STS file with `--dev` and `--eval-format`.
 
     keras-cosent train --recipe simcse-unsup --train corpus.txt \\
         --dev stsbenchmark/sts-dev.csv --eval-format sts-benchmark --output runs/simcse
@@ -15,7 +19,8 @@ needs no labels. Evaluate on a scored STS file with `--dev` and `--eval-format`.
 of each sentence gets some of its tokens duplicated (word repetition, rate 0.32,
 the paper's BERT-base value), so the two views differ in length, and each anchor
 is also contrasted with a queue of the last 160 positives (2.5 batches of 64, as
-in the authors' runs) embedded by a momentum encoder (EMA coefficient 0.995).
+in the authors' runs; the queue stays 160 under another `--batch-size`) embedded
+by a momentum encoder (EMA coefficient 0.995).
 """
 
 from recipes.presets.recipe import Recipe

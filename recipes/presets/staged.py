@@ -13,7 +13,7 @@ epoch and four STS epochs. `--dev` (read as the last `--format`) is scored after
 every epoch of both stages.
 
     keras-cosent train --recipe nli-infonce-then-sts-cosent \\
-        --train ocnli/train.json --train sts-b-zh/STS-B.train.data \\
+        --train ocnli/train.10k.json --train sts-b-zh/STS-B.train.data \\
         --dev sts-b-zh/STS-B.valid.data --test sts-b-zh/STS-B.test.data \\
         --backbone path/to/chinese-bert --output runs/nli-then-sts
 """

@@ -689,3 +689,32 @@ def test_a_pooling_other_than_a_saved_encoders_own_is_refused(cli, trained_run, 
         assert not (tmp_path / "again").exists()
         check_saved_pooling(str(backbone), "mean")  # its own: nothing to refuse
         check_saved_pooling(str(backbone), None)
+
+
+def test_the_run_says_how_many_rows_its_objective_made_of_the_file(cli, tiny_checkpoint,
+                                                                   tmp_path):
+    # Supervised SimCSE's triplets: "training infonce on 2 rows" of a 5-row file said
+    # nothing of the pairs left out (probe: 80 triplets of OCNLI's 306 pairs), nor
+    # InfoNCE's of the pairs scored 2.5 or less.
+    rows = [("a cat sat", "a cat", "entailment"), ("a cat sat", "a dog", "contradiction"),
+            ("the dog ran", "a dog ran", "entailment"), ("the dog ran", "the mat", "contradiction"),
+            ("the dog ran", "a dog", "neutral")]
+    data = tmp_path / "nli.jsonl"
+    data.write_text("".join(json.dumps({"sentence1": a, "sentence2": b, "label": label}) + "\n"
+                            for a, b, label in rows), encoding="utf-8")
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", data, "--format", "nli-jsonl",
+                 "--loss", "infonce", "--epochs", 1, "--batch-size", 2, "--max-length", 16,
+                 "--output", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert (f"training infonce on 2 rows ({data}), (premise, entailment, contradiction) "
+            "triplets: neutral pairs and premises lacking an entailment or a contradiction "
+            "are left out: 1 epoch(s)") in result.stderr
+    # InfoNCE on scored pairs keeps those above 2.5.
+    scored = write_pair_tsv(tmp_path / "scored.tsv", [("a cat", "a cat sat", 4.0),
+                                                      ("a dog", "a dog ran", 3.5),
+                                                      ("a mat", "the dog", 0.5)])
+    result = cli("train", "--backbone", tiny_checkpoint, "--train", scored, "--loss", "infonce",
+                 "--epochs", 1, "--batch-size", 2, "--max-length", 16,
+                 "--output", tmp_path / "run2")
+    assert result.exit_code == 0, result.output
+    assert f"training infonce on 2 rows made of the 3 of {scored}: 1 epoch(s)" in result.stderr
