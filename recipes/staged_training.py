@@ -61,6 +61,7 @@ def train_stages(config, directory, env, backup_dir):
     from recipes.training import non_finite_loss_error
     from recipes.training import parse_matryoshka_dims
     from recipes.training import read_datasets
+    from recipes.training import rows_made
     from recipes.training import run_policy
     from recipes.training import saved_encoder
     from recipes.training import zero_loss_warning
@@ -117,7 +118,7 @@ def train_stages(config, directory, env, backup_dir):
                 # the epoch number); the backup is removed when the stage ends.
                 ResumableTraining(backup_dir / f"stage{stage}", setup.batches),
             ]
-            env.note(f"stage {stage}: {loss} on {len(setup.dataset)} rows ({dataset.source}): "
+            env.note(f"stage {stage}: {loss} on {rows_made(setup.dataset, dataset, data_format)}: "
                      f"{epochs} epoch(s) x {len(setup.batches)} steps")
             with to_stderr():
                 setup.model.fit(setup.batches, epochs=epochs, callbacks=callbacks, verbose=1,

@@ -560,6 +560,18 @@ def float32_start(config):
                         option="--backbone")
 
 
+def rows_made(rows, read, data_format):
+    """The "N rows (file)" of a training note, saying how the objective's `rows` came from
+    the file's `read` ones where they differ: InfoNCE keeps the pairs scored above its
+    threshold, and supervised SimCSE's NLI triplets leave pairs out."""
+    made = (f"{len(rows)} rows made of the {len(read)} of {read.source}"
+            if len(rows) != len(read) else f"{len(rows)} rows ({read.source})")
+    if data_format == "nli-jsonl" and len(read.columns) == 3:
+        made += (", (premise, entailment, contradiction) triplets: neutral pairs and "
+                 "premises lacking an entailment or a contradiction are left out")
+    return made
+
+
 def saved_encoder(encoder, directory, config):
     """Saves the run's encoder (`save_encoder`) and returns the encoder its final
     scores are measured on: under `--mixed-precision` the saved file, loaded anew
@@ -723,15 +735,8 @@ def _train_encoder(config, directory, env, backup_dir):
                  f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}")
     else:
         dropped = len(setup.dataset) % config["batch_size"] if devices > 1 else 0
-        # The objective's rows may not be the file's: InfoNCE's pairs scored above
-        # its threshold, supervised SimCSE's NLI triplets.
-        made = (f" made of the {len(train)} of {train.source}"
-                if len(setup.dataset) != len(train) else f" ({train.source})")
-        if train_format == "nli-jsonl" and len(train.columns) == 3:
-            made += (", (premise, entailment, contradiction) triplets: neutral pairs and "
-                     "premises lacking an entailment or a contradiction are left out")
         env.note(
-            f"training {config['loss']} on {len(setup.dataset)} rows{made}: "
+            f"training {config['loss']} on {rows_made(setup.dataset, train, train_format)}: "
             f"{config['epochs']} epoch(s) x {len(batches)} steps, backend {config['backend']}"
             + (f" ({dropped} rows left out of each epoch's batches: with --devices {devices} "
                "every batch is full)" if dropped else "")
