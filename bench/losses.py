@@ -53,13 +53,13 @@ of the training process, config, machine, versions, git commit) and prints the
 table of `summarize`.
 
     python -m bench losses --runs triplet,margin,mnrl,matryoshka,cosent --seeds 1,2,3 \\
-        --out bench/results/losses.jsonl
+        --out bench/results/losses-en.jsonl
     python -m bench losses --runs mnrl --seeds 1 --train-limit 64 --epochs 1 --out /tmp/smoke.jsonl
     python -m bench losses --data sts-b-zh --runs cosent,joint,staged --seeds 1 \\
         --out bench/results/losses-zh.jsonl
     python -m bench losses --data sts-b-zh --runs supcon --stacks keras --seeds 1 \\
         --out bench/results/losses-zh.jsonl
-    python -m bench losses --summarize bench/results/losses.jsonl
+    python -m bench losses --summarize bench/results/losses-en.jsonl
 """
 
 import argparse

@@ -151,10 +151,12 @@ def table(rows):
 
 def main():
     p = argparse.ArgumentParser(prog="python -m bench quality", description=__doc__.splitlines()[0])
-    p.add_argument("--data", choices=sorted(DATA), default="sts-benchmark")
-    p.add_argument("--epochs", type=positive_int, default=4)
+    p.add_argument("--data", choices=sorted(DATA), default="sts-benchmark",
+                   help="default: sts-benchmark")
+    p.add_argument("--epochs", type=positive_int, default=4, help="default: 4")
     p.add_argument("--runs", default="peer,tensorflow,jax,torch",
-                   help="comma-separated: peer, a backend, or backend:loss")
+                   help="comma-separated: peer, a backend, or backend:loss (default: "
+                   "peer,tensorflow,jax,torch)")
     p.add_argument("--json", default=None,
                    help="write the rows here once every run is done (after each run, to "
                    "JSON.partial)")

@@ -56,13 +56,20 @@ def main():
                         "(e.g. tf_data_autotune_off,glibc_pool); the rest are on, as "
                         "`keras-cosent` sets them")
     args = p.parse_args()
+    from bench.toggles import NAMES
+
+    off = [name for name in args.off.split(",") if name]
+    unknown = [name for name in off if name not in NAMES]
+    if unknown:
+        # Before the backend starts: a traceback once it had, as --toggle does not.
+        p.error(f"--off {args.off!r}: unknown {unknown}; expected names from {list(NAMES)}")
     from recipes.context import Environment
 
     Environment(args.stack).activate_backend()
     from keras_cosent import runtime
 
-    if args.off:
-        runtime.disable(args.off.split(","))
+    if off:
+        runtime.disable(off)
     import keras
 
     from bench.common import keras_training_run

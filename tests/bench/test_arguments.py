@@ -78,6 +78,17 @@ def test_bad_arguments_are_refused_before_any_run(tmp_path, args, says):
     assert not list(tmp_path.glob("keras-cosent-*"))  # no run folder made
 
 
+def test_train_steps_refuses_an_unknown_off_piece_before_the_backend_starts(tmp_path):
+    # It raised a traceback once the backend had started (probe).
+    result = _bench(tmp_path, "-m", "bench", "tool", "train-steps", "--stack", "jax",
+                    "--off", "glibc_pool,glibc_poool")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1].endswith(
+        "--off 'glibc_pool,glibc_poool': unknown ['glibc_poool']; expected names from "
+        "['tf_bfc_allocator', 'glibc_pool', 'glibc_mmap_threshold', 'tf_threefry_dropout', "
+        "'tf_data_autotune_off']")
+
+
 def test_a_result_file_of_another_benchmark_is_named(tmp_path):
     other = tmp_path / "gradcache.jsonl"
     other.write_text(json.dumps({"tool": "gradcache", "figures": {}}) + "\n")
