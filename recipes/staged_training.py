@@ -118,7 +118,8 @@ def train_stages(config, directory, env, backup_dir):
                 # the epoch number); the backup is removed when the stage ends.
                 ResumableTraining(backup_dir / f"stage{stage}", setup.batches),
             ]
-            env.note(f"stage {stage}: {loss} on {rows_made(setup.dataset, dataset, data_format)}: "
+            made = rows_made(setup.dataset, dataset, data_format)
+            env.note(f"stage {stage}: {loss} on {made}: "
                      f"{epochs} epoch(s) x {len(setup.batches)} steps")
             with to_stderr():
                 setup.model.fit(setup.batches, epochs=epochs, callbacks=callbacks, verbose=1,

@@ -564,12 +564,13 @@ def rows_made(rows, read, data_format):
     """The "N rows (file)" of a training note, saying how the objective's `rows` came from
     the file's `read` ones where they differ: InfoNCE keeps the pairs scored above its
     threshold, and supervised SimCSE's NLI triplets leave pairs out."""
-    made = (f"{len(rows)} rows made of the {len(read)} of {read.source}"
-            if len(rows) != len(read) else f"{len(rows)} rows ({read.source})")
     if data_format == "nli-jsonl" and len(read.columns) == 3:
-        made += (", (premise, entailment, contradiction) triplets: neutral pairs and "
-                 "premises lacking an entailment or a contradiction are left out")
-    return made
+        return (f"{len(rows)} (premise, entailment, contradiction) triplets ({read.source}; "
+                "neutral pairs and premises lacking an entailment or a contradiction are "
+                "left out)")
+    if len(rows) != len(read):
+        return f"{len(rows)} rows made of the {len(read)} of {read.source}"
+    return f"{len(rows)} rows ({read.source})"
 
 
 def saved_encoder(encoder, directory, config):

@@ -158,10 +158,10 @@ class PearsonCorrelation(keras.metrics.Metric):
     batch and merges them, so `result()` after an evaluation pass is the Pearson
     correlation of the concatenated split, equal to `scipy.stats.pearsonr` up to
     float32 rounding (1e-7 on cosines and STS scores; the running means are
-    float32 too, so values whose spread is a millionth of their size, 1e4 give or
-    take 0.01, lose up to 1e-2 over a hundred batches). The state is ten scalars (the moments, and each side's
-    smallest and largest value, which tell a constant side exactly): there is
-    no size limit.
+    float32 too, so values whose spread is a millionth of their size, 1e4 give
+    or take 0.01, lose up to 1e-2 over a hundred batches). The state is ten
+    scalars (the moments, and each side's smallest and largest value, which
+    tell a constant side exactly): there is no size limit.
 
     Args:
         name: name of the metric, and of its key in the logs. Defaults to

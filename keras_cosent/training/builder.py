@@ -370,10 +370,9 @@ BUILD_ARGUMENTS = tuple(
 def warmup_steps(warmup, total_steps):
     """The warm-up steps of a `warmup` fraction of `total_steps`, rounded to the
     nearest int (halves to even; transformers' Trainer takes the ceiling, one step
-    more wherever `warmup * total_steps` has a fractional part under one half, or of
-    one half with an even whole part), and always
-    fewer than `total_steps` (a one-step run with `warmup` 0.6 would round to a
-    rate of 0 at its only step)."""
+    more wherever `warmup * total_steps` has a fractional part under one half, or
+    of one half with an even whole part), and always fewer than `total_steps` (a
+    one-step run with `warmup` 0.6 would round to a rate of 0 at its only step)."""
     return max(0, min(round(warmup * total_steps), total_steps - 1))
 
 

@@ -6,9 +6,9 @@ matters, which is what lets CoSENT use NLI data directly (the CoSENT write-up's
 point). `nli-simcse` groups the pairs by premise into (premise, entailed
 hypothesis, contradicting hypothesis) triplets and trains InfoNCE with the
 contradiction as a hard negative, temperature 0.05, as supervised SimCSE does
-(one triplet per entailed hypothesis: neutral pairs, and premises lacking an
-entailment or a contradiction, are left out, four fifths of OCNLI's train.10k;
-batch 64, where the paper's is 512).
+(one triplet per entailed hypothesis; neutral pairs and premises lacking an
+entailment or a contradiction are left out: 2,071 triplets of the 9,985 pairs of
+OCNLI's train.10k; batch 64, where the paper's is 512).
 OCNLI is Chinese: pass a backbone whose vocabulary covers it (`--backbone`), and
 evaluate on OCNLI's dev set or on a Chinese STS file (`--eval-format pair-tsv`).
 

@@ -175,8 +175,8 @@ def test_staged_recipe_trains_both_stages_in_one_run(cli, tiny_checkpoint, two_f
     for when in ("dev before training", "dev"):  # announced, as a single run's
         assert f"{when}: encoding " in result.stderr
     # Stage 1's rows are NLI triplets, which leave pairs out, as a single run says.
-    assert (f"stage 1: infonce on 8 rows ({nli}), (premise, entailment, contradiction) "
-            "triplets: neutral pairs and premises lacking") in result.stderr
+    assert (f"stage 1: infonce on 8 (premise, entailment, contradiction) triplets ({nli}; "
+            "neutral pairs and premises lacking") in result.stderr
     # Each stage's fit prints its epochs and bar on stderr; stdout holds the table
     # (Keras numbers epochs only when a fit has several: stage 2's.)
     assert "Epoch 2/2" in result.stderr and "Epoch" not in result.stdout

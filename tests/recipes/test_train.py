@@ -706,9 +706,9 @@ def test_the_run_says_how_many_rows_its_objective_made_of_the_file(cli, tiny_che
                  "--loss", "infonce", "--epochs", 1, "--batch-size", 2, "--max-length", 16,
                  "--output", tmp_path / "run")
     assert result.exit_code == 0, result.output
-    assert (f"training infonce on 2 rows ({data}), (premise, entailment, contradiction) "
-            "triplets: neutral pairs and premises lacking an entailment or a contradiction "
-            "are left out: 1 epoch(s)") in result.stderr
+    assert (f"training infonce on 2 (premise, entailment, contradiction) triplets ({data}; "
+            "neutral pairs and premises lacking an entailment or a contradiction are left "
+            "out): 1 epoch(s)") in result.stderr
     # InfoNCE on scored pairs keeps those above 2.5.
     scored = write_pair_tsv(tmp_path / "scored.tsv", [("a cat", "a cat sat", 4.0),
                                                       ("a dog", "a dog ran", 3.5),
