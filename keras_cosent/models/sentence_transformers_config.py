@@ -17,6 +17,7 @@ sentence-transformers does, and refuses stacks it cannot reproduce with a
 
 import math
 import os
+import warnings
 
 from keras_cosent.models.checkpoints import load_json_file
 
@@ -119,6 +120,10 @@ def read_sentence_transformers_config(folder):
             Normalize (naming the module, its path and type), a module out of
             that order, or an unsupported pooling configuration.
 
+    Warns (`UserWarning`) when `config_sentence_transformers.json` names a
+    default prompt (`default_prompt_name`), which sentence-transformers
+    prepends to every text it encodes and keras-cosent does not.
+
     Example:
 
     >>> import keras_cosent
@@ -176,7 +181,26 @@ def read_sentence_transformers_config(folder):
             result["pooling"] = pooling_from_config(load_json_file(pooling_path), pooling_path)
         else:
             result["normalize"] = True
+    _warn_of_default_prompt(folder)
     return result
+
+
+def _warn_of_default_prompt(folder):
+    """Warns when `config_sentence_transformers.json` names a default prompt:
+    sentence-transformers prepends it to every text it encodes, and keras-cosent
+    encodes the texts as given (their embeddings differ, cosine 0.86-0.97)."""
+    path = os.path.join(folder, "config_sentence_transformers.json")
+    if not os.path.isfile(path):
+        return
+    config = load_json_file(path)
+    name = config.get("default_prompt_name")
+    prompts = config.get("prompts")
+    prompt = prompts.get(name) if isinstance(name, str) and isinstance(prompts, dict) else None
+    if isinstance(prompt, str) and prompt:
+        warnings.warn(
+            f"{path}: default_prompt_name {name!r}: sentence-transformers prepends "
+            f"{prompt!r} to every text it encodes, and keras-cosent encodes texts as given; "
+            "prepend it to your texts for the same embeddings", stacklevel=3)
 
 
 def check_max_length(max_length, hf_config, source):

@@ -119,3 +119,33 @@ def test_folder_with_the_transformer_in_a_subfolder_reads_as_the_peer_reads_it(
     assert (ours.max_length, ours.pooling) == (peer.max_seq_length, "mean") == (256, "mean")
     np.testing.assert_allclose(ours.encode(sentences, batch_size=4),
                                peer.encode(sentences, batch_size=4), atol=TOL, rtol=0)
+
+
+def test_a_folders_default_prompt_is_warned_of_and_prepending_it_gives_the_peers_vectors(
+        minilm_path, tmp_path):
+    # sentence-transformers prepends the default prompt on encode; keras-cosent encoded
+    # the bare texts, cosine 0.86-0.97 to the peer's, and said nothing (probe).
+    import sentence_transformers as st
+    folder = tmp_path / "prompted"
+    folder.mkdir()
+    for entry in minilm_path.iterdir():
+        if entry.name != "config_sentence_transformers.json":
+            (folder / entry.name).symlink_to(entry.absolute(), target_is_directory=entry.is_dir())
+    config = json.loads((minilm_path / "config_sentence_transformers.json").read_text())
+    config.update(prompts={"query": "query: ", "doc": "passage: "}, default_prompt_name="query")
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(config))
+    with pytest.warns(UserWarning, match=r"default_prompt_name 'query': sentence-transformers "
+                                         r"prepends 'query: ' to every text it encodes"):
+        ours = load_encoder(str(folder))
+    sentences = _sentences()[:4]
+    peer = st.SentenceTransformer(str(folder), device="cpu").encode(sentences, batch_size=4)
+    assert np.min(np.sum(ours.encode(sentences) * peer, axis=1)) < 0.99
+    np.testing.assert_allclose(ours.encode(["query: " + s for s in sentences]), peer,
+                               atol=TOL, rtol=0)
+    # Without a default prompt (the packaged folder's null), nothing to warn of.
+    config["default_prompt_name"] = None
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(config))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        load_encoder(str(folder))
