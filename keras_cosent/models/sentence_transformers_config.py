@@ -58,8 +58,17 @@ def pooling_from_config(config, path="1_Pooling/config.json"):
             `include_prompt: false`.
     """
     if config.get("pooling_mode") is not None and not any(k in config for k in _POOLING_MODES):
-        # Newer configs may name the mode directly.
-        mode = str(config["pooling_mode"]).replace("weightedmean", "weighted_mean")
+        # Newer configs may name the mode directly, or a list of modes, which
+        # sentence-transformers concatenates (one alone is that mode).
+        mode = config["pooling_mode"]
+        if isinstance(mode, list):
+            if len(mode) != 1:
+                raise ValueError(
+                    f"{path}: pooling_mode {mode!r} names {len(mode)} modes (combined "
+                    "pooling modes are concatenated by sentence-transformers and not "
+                    f"supported); expected one of {sorted(_POOLING_MODES.values())}")
+            mode = mode[0]
+        mode = str(mode).replace("weightedmean", "weighted_mean")
         mode = {"mean_sqrt_len_tokens": "mean_sqrt_len"}.get(mode, mode)
         if mode not in _POOLING_MODES.values():
             raise ValueError(f"{path}: pooling_mode {config['pooling_mode']!r} is not supported; "

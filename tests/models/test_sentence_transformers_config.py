@@ -66,11 +66,20 @@ def test_pooling_flags_map_onto_our_names(flag, name):
     assert pooling_from_config({flag: True}) == name
 
 
+def test_a_pooling_mode_list_of_one_is_that_mode_as_for_sentence_transformers():
+    # ST reads ["mean"] as mean; it was refused with 'mean' among the modes expected.
+    assert pooling_from_config({"pooling_mode": ["mean"]}) == "mean"
+    assert pooling_from_config({"pooling_mode": ["weightedmean"]}) == "weighted_mean"
+    assert pooling_from_config({"pooling_mode": "cls"}) == "cls"
+
+
 @pytest.mark.parametrize(
     "config, message",
     [({"pooling_mode_lasttoken": True}, "last-token"),
      ({"pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}, "combined"),
      ({}, "found none"),
+     ({"pooling_mode": ["mean", "max"]}, r"names 2 modes \(combined"),
+     ({"pooling_mode": []}, "names 0 modes"),
      ({"pooling_mode_mean_tokens": True, "include_prompt": False}, "include_prompt")],
 )
 def test_unsupported_pooling_refused(config, message):
