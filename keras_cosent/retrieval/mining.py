@@ -24,7 +24,7 @@ margin of its lowest-scoring positive, where here each (query, positive) row
 has its own, under its positive's margin. Smaller differences remain where
 those do not apply: equal scores are ranked in corpus order here and in
 `torch.topk`'s there (texts a model reads alike tie: 3 of 150 single-positive
-OCNLI rows differed so, probe); the peer fetches `range_max` candidates plus
+OCNLI rows differed so); the peer fetches `range_max` candidates plus
 the most positives any query has, so a query with fewer reaches deeper; its
 n-tuple output leaves out a row short of negatives, which is written short
 here (or filled, `fill`); and its random sampling draws from Python's unseeded
