@@ -23,12 +23,12 @@ and it gives a query with several positives one list of negatives, under the
 margin of its lowest-scoring positive, where here each (query, positive) row
 has its own, under its positive's margin. Smaller differences remain where
 those do not apply: equal scores are ranked in corpus order here and in
-`torch.topk`'s there (texts a model reads alike tie: 3 of 150 single-positive
-OCNLI rows differed so); the peer fetches `range_max` candidates plus
-the most positives any query has, so a query with fewer reaches deeper; its
-n-tuple output leaves out a row short of negatives, which is written short
-here (or filled, `fill`); and its random sampling draws from Python's unseeded
-global generator, which no seeded draw here can repeat.
+`torch.topk`'s there (texts a model reads alike tie, as Chinese characters
+that an English vocabulary reads as [UNK] do); the peer fetches `range_max`
+candidates plus the most positives any query has, so a query with fewer
+reaches deeper; its n-tuple output leaves out a row short of negatives, which
+is written short here (or filled, `fill`); and its random sampling draws from
+Python's unseeded global generator, which no seeded draw here can repeat.
 
 A weak starting encoder often ranks the labelled positive low, so that every
 candidate in the window scores above it and the margin leaves the row with no
