@@ -103,10 +103,12 @@ class ObjectiveChoice(click.Choice):
 OBJECTIVE = ObjectiveChoice()
 
 
-# float32's largest value and smallest normal one (keras_cosent.utils.arguments'
-# FLOAT32_MAX and FLOAT32_TINY, which import NumPy): every float option ends up in a
-# float32 computation.
+# float32's largest value, the smallest number it rounds to inf, and its smallest
+# normal value (keras_cosent.utils.arguments' FLOAT32_MAX, FLOAT32_OVERFLOW and
+# FLOAT32_TINY, which import NumPy): every float option ends up in a float32
+# computation.
 FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 FLOAT32_TINY = 1.1754943508222875e-38
 
 
@@ -119,8 +121,8 @@ class FiniteFloatRange(click.FloatRange):
         value = super().convert(value, param, ctx)
         if not math.isfinite(value):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
-        if abs(value) > FLOAT32_MAX:
-            self.fail(f"{value!r} is beyond float32's largest value {FLOAT32_MAX:.4g} "
+        if abs(value) >= FLOAT32_OVERFLOW:
+            self.fail(f"{value!r} is beyond float32's largest value {FLOAT32_MAX:.8g} "
                       "(it is computed in float32).", param, ctx)
         return value
 
@@ -135,7 +137,7 @@ class PositiveFloat(FiniteFloatRange):
     def convert(self, value, param, ctx):
         value = super().convert(value, param, ctx)
         if value < FLOAT32_TINY:
-            self.fail(f"{value!r} is below float32's smallest normal value {FLOAT32_TINY:.4g} "
+            self.fail(f"{value!r} is below float32's smallest normal value {FLOAT32_TINY:.8g} "
                       "(it is computed in float32).", param, ctx)
         return value
 

@@ -31,17 +31,19 @@ def _dense(gradient):
 def check_adam_arguments(learning_rate, weight_decay, beta_1, beta_2, clips):
     """Refuses, naming the argument, what Keras' AdamW takes silently: a negative or
     nan learning rate or weight decay, a `beta` outside [0, 1), a clipping bound
-    that is not a positive float (`clips`: `{name: value}`, None for off). A
-    learning rate that is a schedule or a callable is left to it."""
+    that is not a positive float (`clips`: `{name: value}`, None for off). Only
+    numbers are checked: a schedule or a callable learning rate, or a beta given
+    as a tensor or a variable (Keras takes "a constant float tensor"), is left
+    to Keras."""
     if is_number(learning_rate):
         check_positive_float("learning_rate", learning_rate)
-    if weight_decay is not None:
+    if is_number(weight_decay):
         check_non_negative_float("weight_decay", weight_decay)
     for name, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
-        if not is_number(beta) or not 0 <= beta < 1:
+        if is_number(beta) and not 0 <= beta < 1:
             raise ValueError(f"`{name}` should be a float in [0, 1). Received: `{name}`={beta!r}")
     for name, clip in clips.items():
-        if clip is not None:
+        if is_number(clip):
             check_positive_float(name, clip)
 
 

@@ -86,6 +86,9 @@ def check_seed(name, value):
 # The largest finite float32: labels and float arguments end up in float32.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+# The smallest number float32 rounds to inf: FLOAT32_MAX plus half a step. Below it a
+# value rounds to FLOAT32_MAX at most (3.4028235e38, as NumPy prints the maximum).
+FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 
 def check_positive_float(name, value):
@@ -100,7 +103,7 @@ def check_positive_float(name, value):
         raise ValueError(
             f"`{name}` should be a positive float. Received: `{name}`={value!r}"
         )
-    if not FLOAT32_TINY <= value <= FLOAT32_MAX:
+    if not FLOAT32_TINY <= float(value) < FLOAT32_OVERFLOW:  # a NumPy float32 overflows
         # Above the maximum it is inf in float32; below the smallest normal float32 it
         # is 0 or subnormal, and a temperature that small divides into inf or NaN.
         raise ValueError(
@@ -135,7 +138,7 @@ def check_non_negative_float(name, value):
     value = check_finite_float(name, value)
     if value < 0:
         raise ValueError(f"`{name}` should be a float >= 0. Received: `{name}`={value!r}")
-    if value > FLOAT32_MAX:
+    if value >= FLOAT32_OVERFLOW:
         raise ValueError(
             f"`{name}` should be a float from 0 to float32's maximum {FLOAT32_MAX:.4g} (it "
             f"is computed in float32). Received: `{name}`={value!r}"

@@ -351,6 +351,16 @@ def test_the_optimizer_classes_name_a_bad_argument_as_adamw_does(kwargs, argumen
             cls(**{"learning_rate": 1e-3, "weight_decay": 0.01, **kwargs})
 
 
+def test_betas_given_as_tensors_are_left_to_keras_as_before():
+    # Keras takes "a float value or a constant float tensor"; the number check
+    # refused them (probe).
+    for beta in (keras.ops.convert_to_tensor(0.999), np.array(0.999)):
+        optimizer = AdamW(learning_rate=1e-3, weight_decay=0.01, beta_2=beta)
+        variable = keras.Variable([1.0])
+        optimizer.apply([keras.ops.convert_to_tensor([0.5])], [variable])
+        assert float(keras.ops.convert_to_numpy(variable)[0]) < 1.0
+
+
 def test_adamw_serialization_round_trip():
     optimizer = AdamW(learning_rate=WarmupLinearDecay(2e-5, 40, 4), weight_decay=0.01)
     restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))

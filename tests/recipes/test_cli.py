@@ -233,6 +233,18 @@ def test_the_cli_float32_bounds_are_numpys():
     # CLI need not import keras.
     assert options.FLOAT32_MAX == float(np.finfo(np.float32).max)
     assert options.FLOAT32_TINY == float(np.finfo(np.float32).tiny)
+    # The smallest number float32 rounds to inf; just below it, to its maximum.
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float32(options.FLOAT32_OVERFLOW))
+    below = np.nextafter(options.FLOAT32_OVERFLOW, 0)
+    assert np.float32(below) == np.finfo(np.float32).max
+    # NumPy prints float32's maximum as 3.4028235e+38: a value the options take.
+    assert options.PositiveFloat().convert("3.4028235e38", None, None) == 3.4028235e38
+    from keras_cosent.utils import arguments
+
+    assert arguments.FLOAT32_OVERFLOW == options.FLOAT32_OVERFLOW
+    assert arguments.check_positive_float("lr", 3.4028235e38) == 3.4028235e38
+    assert arguments.check_non_negative_float("decay", 3.4028235e38) == 3.4028235e38
 
 
 def test_bad_option_values_are_one_line_errors(cli, tmp_path):

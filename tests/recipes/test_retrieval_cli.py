@@ -385,9 +385,13 @@ def test_evaluate_clustering_input_errors(cli, tmp_path):
                  "--label-column", "topic")
     assert_one_line_error(result, "labelled.jsonl", "topic")
     # The text column as labels: every text its own class scored 100 (probe).
-    for extra in (["--label-column", "text"], ["--text-columns", "label"]):
+    for extra, option, said in (
+            (["--label-column", "text"], "--label-column",
+             "'text' is the text column and the label column at once"),
+            (["--text-columns", "label"], "--text-columns",
+             "'label' is the text column and the label column (the default) at once")):
         result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering", *extra)
-        assert_one_line_error(result, "--label-column", "is the text column too")
+        assert_one_line_error(result, option, said)
     # Integer labels are classes too (JSON's 1 and "1" are one class).
     data.write_text('{"text": "a man", "label": 1}\n{"text": "a dog", "label": "1"}\n')
     result = cli("evaluate", "all-MiniLM-L6-v2", data, "--task", "clustering")
