@@ -298,11 +298,11 @@ def _clustering_columns(ctx, data, format, text_columns, label_column):
     if label_column == text_column:
         # Every text its own class: k-means of n clusters scores a V-measure of 100
         # whatever the model. Named by the option the user typed.
-        option = "--label-column" if given("label_column") else "--text-columns"
-        other = "label column" if option == "--label-column" else "label column (the default)"
+        typed = given("label_column")
         raise click.BadParameter(
-            f"{(label_column if option == '--label-column' else text_column)!r} is the "
-            f"text column and the {other} at once; --task clustering reads the class "
-            "labels from a column apart from the texts", param_hint=option,
+            f"{label_column!r} is the text column and the label column"
+            f"{'' if typed else ' (the default)'} at once; --task clustering reads the "
+            "class labels from a column apart from the texts",
+            param_hint="--label-column" if typed else "--text-columns",
         )
     return format, text_column, label_column
